@@ -1,0 +1,39 @@
+# The two commands of the README: `make demo` and `make test`. Both create .venv and
+# install the package into it once (the stamp file makes a second run install nothing).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
+export KERAS_BACKEND ?= tensorflow
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+PYTEST_ARGS ?=
+
+.PHONY: demo test bench install clean
+
+install: $(STAMP)
+
+$(STAMP): setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,demo]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) tools/quickstart.py
+
+test: $(STAMP)
+	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+# Peers for tools/benchmark.py. torch==2.13.0 first: the CPU build; a plain `torch`
+# requirement could pull a multi-GB CUDA build.
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test,demo,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(PY) tools/benchmark.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

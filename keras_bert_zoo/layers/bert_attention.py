@@ -1,0 +1,108 @@
+"""Multi-head scaled dot-product self-attention as in the original BERT."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_bert_zoo.layers.initializers import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class BertAttention(keras.layers.Layer):
+    """Self-attention: Q/K/V dense with bias, scaled dot product, masked softmax, dropout.
+
+    The attention scores and the softmax are computed in float32 whatever the dtype
+    policy, so `mixed_float16` and `mixed_bfloat16` keep the original's numerics.
+    The output projection (`attention/output/dense` in the original) is not part of
+    this layer; see `TransformerEncoder`.
+
+    Args:
+        num_heads: int. Number of heads; must divide the input width.
+        dropout: float. Dropout on the attention probabilities. Defaults to 0.1.
+        causal: bool. If True each position attends only to itself and earlier
+            positions (the paper's left-to-right ablation, §5.1). Defaults to False.
+
+    Call arguments:
+        x: tensor `(batch, seq, hidden)`.
+        padding_mask: bool/int tensor `(batch, seq)`, 1 for real tokens, or None.
+        training: bool.
+
+    Returns:
+        The attention context, `(batch, seq, hidden)`, heads concatenated.
+    """
+
+    def __init__(self, num_heads, dropout=0.1, causal=False, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(num_heads, int) or num_heads <= 0:
+            raise ValueError(
+                f"`num_heads` must be a positive integer. Received: num_heads={num_heads!r}."
+            )
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.causal = bool(causal)
+        dense = dict(
+            kernel_initializer=bert_initializer(), dtype=self.dtype_policy
+        )
+        self.query_dense = keras.layers.Dense(1, name="query", **dense)
+        self.key_dense = keras.layers.Dense(1, name="key", **dense)
+        self.value_dense = keras.layers.Dense(1, name="value", **dense)
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+
+    def build(self, x_shape, padding_mask_shape=None):
+        input_shape = x_shape
+        hidden_dim = input_shape[-1]
+        if hidden_dim % self.num_heads != 0:
+            raise ValueError(
+                "`num_heads` must divide the hidden width. Received: "
+                f"hidden_dim={hidden_dim}, num_heads={self.num_heads}."
+            )
+        self.hidden_dim = hidden_dim
+        self.head_dim = hidden_dim // self.num_heads
+        for dense in (self.query_dense, self.key_dense, self.value_dense):
+            dense.units = hidden_dim
+            dense.build(input_shape)
+        self.built = True
+
+    def _split_heads(self, x):
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        x = ops.reshape(x, (batch, length, self.num_heads, self.head_dim))  # (b, s, h, d)
+        return ops.transpose(x, (0, 2, 1, 3))  # (b, h, s, d)
+
+    def call(self, x, padding_mask=None, training=None):
+        q = self._split_heads(self.query_dense(x))  # (b, h, s, d)
+        k = self._split_heads(self.key_dense(x))  # (b, h, s, d)
+        v = self._split_heads(self.value_dense(x))  # (b, h, s, d)
+        q = q * ops.cast(1.0 / math.sqrt(self.head_dim), q.dtype)
+        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # (b, h, s, s)
+        scores = ops.cast(scores, "float32")
+        allowed = None
+        if padding_mask is not None:
+            allowed = ops.cast(padding_mask, "bool")[:, None, None, :]  # (b, 1, 1, s)
+        if self.causal:
+            length = ops.shape(x)[1]
+            idx = ops.arange(length)
+            tril = idx[:, None] >= idx[None, :]  # (s, s), query row >= key column
+            tril = tril[None, None, :, :]
+            allowed = tril if allowed is None else ops.logical_and(allowed, tril)
+        if allowed is not None:
+            # The original adds -10000 to masked scores; -1e9 in float32 gives exactly
+            # zero probability, so padding never changes the real positions' outputs.
+            scores = ops.where(allowed, scores, ops.cast(-1e9, "float32"))
+        probs = ops.softmax(scores, axis=-1)
+        probs = ops.cast(probs, self.compute_dtype)
+        probs = self.dropout_layer(probs, training=training)
+        context = ops.matmul(probs, v)  # (b, h, s, d)
+        context = ops.transpose(context, (0, 2, 1, 3))  # (b, s, h, d)
+        batch, length = ops.shape(context)[0], ops.shape(context)[1]
+        return ops.reshape(context, (batch, length, self.hidden_dim))  # (b, s, hidden)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return tuple(x_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {"num_heads": self.num_heads, "dropout": self.dropout, "causal": self.causal}
+        )
+        return config

@@ -1,0 +1,83 @@
+"""The masked-LM head: gather → dense → GELU → LayerNorm → tied-embedding logits + bias."""
+
+import keras
+from keras import ops
+
+from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.layers.transformer_encoder import check_activation, gelu
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class MaskedLMHead(keras.layers.Layer):
+    """Predicts the word pieces at `mask_positions` (`cls/predictions` in the original).
+
+    The decoder is tied to the backbone's word embeddings (`token_embedding`), as in
+    the original and HF; only the output bias is the head's own.
+
+    Args:
+        token_embedding: `keras.layers.Embedding`. The backbone's word embeddings.
+        activation: str. `"gelu"` (default) or `"gelu_approximate"`.
+        layer_norm_epsilon: float. Defaults to 1e-12.
+
+    Call arguments:
+        sequence_output: tensor `(batch, seq, hidden)`.
+        mask_positions: int tensor `(batch, predictions)`.
+
+    Returns:
+        Logits `(batch, predictions, vocabulary_size)` in float32.
+    """
+
+    def __init__(self, token_embedding, activation="gelu", layer_norm_epsilon=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        check_activation(activation)
+        self.token_embedding = token_embedding
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.transform_dense = keras.layers.Dense(
+            1, kernel_initializer=bert_initializer(), dtype=self.dtype_policy, name="transform_dense"
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype="float32", name="transform_layer_norm"
+        )
+
+    def build(self, sequence_output_shape, mask_positions_shape=None):
+        hidden_dim = sequence_output_shape[-1]
+        self.transform_dense.units = hidden_dim
+        self.transform_dense.build((None, None, hidden_dim))
+        self.layer_norm.build((None, None, hidden_dim))
+        self.output_bias = self.add_weight(
+            name="output_bias",
+            shape=(self.token_embedding.input_dim,),
+            initializer="zeros",
+        )
+        self.built = True
+
+    def call(self, sequence_output, mask_positions):
+        positions = ops.cast(mask_positions, "int32")[:, :, None]  # (batch, predictions, 1)
+        x = ops.take_along_axis(sequence_output, positions, axis=1)  # (batch, predictions, hidden)
+        x = self.transform_dense(x)
+        x = gelu(x, approximate=self.activation == "gelu_approximate")
+        x = ops.cast(self.layer_norm(x), self.compute_dtype)
+        table = ops.cast(self.token_embedding.embeddings, self.compute_dtype)  # (vocab, hidden)
+        logits = ops.matmul(x, ops.transpose(table))  # (batch, predictions, vocab)
+        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+
+    def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
+        return tuple(mask_positions_shape) + (self.token_embedding.input_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "token_embedding": keras.saving.serialize_keras_object(self.token_embedding),
+                "activation": self.activation,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["token_embedding"] = keras.saving.deserialize_keras_object(config["token_embedding"])
+        return cls(**config)

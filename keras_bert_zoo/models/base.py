@@ -1,0 +1,67 @@
+"""Base classes: `Backbone` (pure architecture + presets) and `Task` (heads, losses, compile)."""
+
+import keras
+
+from keras_bert_zoo import presets
+
+
+class Backbone(keras.Model):
+    """A functional model whose constructor arguments are its config, loadable by preset name.
+
+    Subclasses build their graph in `__init__`, store every constructor argument
+    under the same name and return them from `get_config()`.
+    """
+
+    def get_config(self):
+        # The functional graph is rebuilt by `__init__`; only arguments are config.
+        return {"name": self.name, "trainable": self.trainable, "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """Builds the backbone of a preset: a registry name, an alias, or a local path.
+
+        Args:
+            preset: str. A registry name (`"bert_base_en_uncased"`), a Google folder name
+                (`"uncased_L-12_H-768_A-12"`), or a local directory / zip in our, Google's
+                or HF's layout.
+            load_weights: bool. Load the preset's weights (downloading and verifying them
+                once into the cache). `False` builds the architecture with random weights.
+            **kwargs: overrides of config fields, e.g. `dropout=0.0` or `dtype="mixed_bfloat16"`.
+
+        Returns:
+            The backbone.
+        """
+        config = dict(presets.get_preset_config(preset))
+        config.update(kwargs)
+        model = cls(**config)
+        if load_weights:
+            # Imported here: weights/ depends on models/, not the other way round.
+            from keras_bert_zoo.weights import loading
+
+            loading.load_backbone_weights(model, preset)
+        return model
+
+
+class Task(keras.Model):
+    """A model made of a backbone plus task heads, owning losses, metrics and `compile()`.
+
+    `task.preprocessor` is a preprocessing layer mapping raw inputs to the backbone's
+    inputs, or `None` when the caller feeds ids.
+    """
+
+    preprocessor = None
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("backbone", "preprocessor"):
+            if isinstance(config.get(key), dict):
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)

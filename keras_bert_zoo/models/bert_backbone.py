@@ -1,0 +1,153 @@
+"""`BertBackbone`: the BERT encoder as a functional Keras model."""
+
+import keras
+
+from keras_bert_zoo.layers.bert_embeddings import BertEmbeddings
+from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, check_activation
+from keras_bert_zoo.models.base import Backbone
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class BertBackbone(Backbone):
+    """The BERT encoder (Devlin et al., 2018) as a functional `keras.Model`.
+
+    Inputs are a dict of `token_ids`, `segment_ids` and `padding_mask`, each
+    `(batch, seq)` with any `seq <= max_sequence_length`. Outputs are a dict:
+    `sequence_output` `(batch, seq, hidden_dim)`, `pooled_output` `(batch, hidden_dim)`
+    (dense + tanh on the [CLS] vector) and `encoder_outputs`, the list of the
+    embedding output and every layer's output (`num_layers + 1` tensors), for the
+    feature-based approach (§5.3).
+
+    Args:
+        vocabulary_size: int. Word pieces in the vocabulary.
+        num_layers: int. Transformer layers (L).
+        num_heads: int. Attention heads (A); must divide `hidden_dim`.
+        hidden_dim: int. Hidden width (H).
+        intermediate_dim: int. Feed-forward width (4H in every released model).
+        dropout: float. Hidden and attention dropout. Defaults to 0.1.
+        max_sequence_length: int. Learned positions. Defaults to 512.
+        num_segments: int. Token types. Defaults to 2.
+        activation: str. `"gelu"` (exact, default) or `"gelu_approximate"`.
+        causal: bool. Left-to-right attention for the §5.1 ablation. Defaults to False.
+        dtype: str or `keras.DTypePolicy`, e.g. `"mixed_bfloat16"`.
+
+    Examples:
+    >>> backbone = keras_bert_zoo.BertBackbone.from_preset("bert_tiny_en_uncased", load_weights=False)
+    >>> out = backbone({"token_ids": ids, "segment_ids": seg, "padding_mask": mask})
+    >>> out["sequence_output"].shape
+    (batch, seq, 128)
+
+    References:
+        Devlin et al., 2018. BERT: Pre-training of Deep Bidirectional Transformers.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        dropout=0.1,
+        max_sequence_length=512,
+        num_segments=2,
+        activation="gelu",
+        causal=False,
+        dtype=None,
+        **kwargs,
+    ):
+        check_activation(activation)
+        if not isinstance(num_layers, int) or num_layers <= 0:
+            raise ValueError(
+                f"`num_layers` must be a positive integer. Received: num_layers={num_layers!r}."
+            )
+        if not isinstance(num_heads, int) or num_heads <= 0 or hidden_dim % num_heads:
+            raise ValueError(
+                "`num_heads` must divide `hidden_dim`. Received: "
+                f"hidden_dim={hidden_dim}, num_heads={num_heads}."
+            )
+        policy = keras.dtype_policies.get(dtype) if dtype is not None else keras.config.dtype_policy()
+        embeddings = BertEmbeddings(
+            vocabulary_size,
+            hidden_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            dropout=dropout,
+            dtype=policy,
+            name="embeddings",
+        )
+        layers = [
+            TransformerEncoder(
+                num_heads,
+                intermediate_dim,
+                dropout=dropout,
+                activation=activation,
+                causal=causal,
+                dtype=policy,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        pooled_dense = keras.layers.Dense(
+            hidden_dim,
+            activation="tanh",
+            kernel_initializer=bert_initializer(),
+            dtype=policy,
+            name="pooled_dense",
+        )
+
+        # === Functional model ===
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
+        padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
+        x = embeddings(token_ids, segment_ids)
+        encoder_outputs = [x]
+        for layer in layers:
+            x = layer(x, padding_mask=padding_mask)
+            encoder_outputs.append(x)
+        pooled = pooled_dense(x[:, 0, :])  # (batch, hidden) from [CLS]
+        super().__init__(
+            inputs={"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
+            outputs={
+                "sequence_output": x,
+                "pooled_output": pooled,
+                "encoder_outputs": encoder_outputs,
+            },
+            dtype=policy,
+            **kwargs,
+        )
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.activation = activation
+        self.causal = bool(causal)
+        # === Handles used by heads and weight loaders ===
+        self.embeddings = embeddings
+        self.token_embedding = embeddings.token_embedding
+        self.transformer_layers = layers
+        self.pooled_dense = pooled_dense
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "max_sequence_length": self.max_sequence_length,
+                "num_segments": self.num_segments,
+                "activation": self.activation,
+                "causal": self.causal,
+            }
+        )
+        return config

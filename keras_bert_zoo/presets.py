@@ -1,0 +1,103 @@
+"""Resolves preset names (registry names, aliases, Google folder names) to configs.
+
+The registry lives in `presets/registry.json` at the repository root (installed to
+`<prefix>/share/keras_bert_zoo/presets/registry.json` by a non-editable install).
+"""
+
+import difflib
+import functools
+import json
+import os
+import pathlib
+import sys
+
+CONFIG_KEYS = (
+    "vocabulary_size",
+    "num_layers",
+    "num_heads",
+    "hidden_dim",
+    "intermediate_dim",
+    "max_sequence_length",
+    "num_segments",
+)
+
+
+def registry_path():
+    """Returns the path of `registry.json` (source tree first, then the installed copy)."""
+    candidates = [
+        pathlib.Path(__file__).resolve().parents[1] / "presets" / "registry.json",
+        pathlib.Path(sys.prefix) / "share" / "keras_bert_zoo" / "presets" / "registry.json",
+    ]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        "The preset registry was not found. Looked in: " + ", ".join(map(str, candidates))
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def load_registry():
+    """Returns the registry: `{name: entry}` with every entry's fields."""
+    with open(registry_path(), encoding="utf-8") as f:
+        data = json.load(f)
+    return {entry["name"]: entry for entry in data["presets"]}
+
+
+@functools.lru_cache(maxsize=None)
+def _alias_table():
+    table = {}
+    for name, entry in load_registry().items():
+        table[name.lower()] = name
+        for alias in entry.get("aliases", []):
+            table[alias.lower()] = name
+    return table
+
+
+def list_presets():
+    """Returns the sorted registry names."""
+    return sorted(load_registry())
+
+
+def is_local_preset(preset):
+    """True if `preset` names an existing directory or file (our, Google's or HF's layout)."""
+    return isinstance(preset, (str, os.PathLike)) and os.path.exists(os.fspath(preset))
+
+
+def resolve_name(name):
+    """Maps a registry name, alias or Google folder name to the registry name.
+
+    Raises:
+        ValueError: unknown name; the message lists the closest known names.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"`preset` must be a non-empty string. Received: preset={name!r}.")
+    key = name.strip().lower().rstrip("/")
+    if key.endswith(".zip"):
+        key = key[: -len(".zip")]
+    key = key.rsplit("/", 1)[-1]
+    table = _alias_table()
+    if key in table:
+        return table[key]
+    close = difflib.get_close_matches(key, list(table), n=5, cutoff=0.5)
+    close = sorted({table[c] for c in close})
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise ValueError(
+        f"Unknown preset {name!r}.{hint} Known presets: keras_bert_zoo.list_presets() "
+        "(or pass a local directory or zip in our, Google's or HF's layout)."
+    )
+
+
+def get_preset(name):
+    """Returns the registry entry (a dict) for a name, alias or Google folder name."""
+    return load_registry()[resolve_name(name)]
+
+
+def get_preset_config(preset):
+    """Returns the backbone config for a preset name or a local checkpoint path."""
+    if is_local_preset(preset):
+        from keras_bert_zoo.weights import loading
+
+        return loading.read_local_config(preset)
+    entry = get_preset(preset)
+    return {key: entry["config"][key] for key in CONFIG_KEYS}

@@ -1,0 +1,55 @@
+"""Packaging for keras_bert_zoo: the BERT model zoo for Keras 3 on TensorFlow."""
+
+import pathlib
+
+from setuptools import find_packages, setup
+
+HERE = pathlib.Path(__file__).parent
+
+setup(
+    name="keras-bert-zoo",
+    version="0.1.0",
+    description="BERT (Devlin et al., 2018) for Keras 3 on TensorFlow: backbones, "
+    "original WordPiece, pretraining, fine-tuning and checkpoint loading.",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8")
+    if (HERE / "README.md").exists()
+    else "",
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["keras_bert_zoo", "keras_bert_zoo.*"]),
+    package_data={"keras_bert_zoo": ["presets/registry.json"]},
+    include_package_data=True,
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        "keras>=3.15,<4",
+        # 2.21.0 does not import with TensorFlow 2.21.
+        "tensorflow-text>=2.21.1,<2.22",
+        "tensorflow-datasets",
+        "keras-tuner",
+        # Reads HF weights without unpickling anything.
+        "safetensors",
+        "numpy",
+        # Progress bars in the command-line tools.
+        "tqdm",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8",
+            "pytest-timeout",
+        ],
+        "demo": [
+            # Wikipedia markup filtering (filter_wiki) and the sample dump inside its wheel.
+            "gensim>=4.3",
+            # The training-curve PNG of the main job.
+            "matplotlib",
+            # TensorBoard event files are written by tf.summary; tensorboard itself comes with TF.
+        ],
+        "bench": [
+            # Install torch==2.13.0 (CPU build) before this extra: see Makefile `bench`.
+            "keras-hub==0.32.0",
+            "transformers>=5,<6",
+            "tokenizers",
+        ],
+    },
+)

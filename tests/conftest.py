@@ -1,0 +1,48 @@
+"""Shared fixtures. Tiny configs keep the suite fast on 2 CPU cores."""
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+TINY_BACKBONE = dict(
+    vocabulary_size=50,
+    num_layers=2,
+    num_heads=2,
+    hidden_dim=16,
+    intermediate_dim=32,
+    max_sequence_length=24,
+)
+
+
+@pytest.fixture
+def tiny_config():
+    return dict(TINY_BACKBONE)
+
+
+@pytest.fixture(autouse=True)
+def _reset_keras_state():
+    """Each test starts from float32 and a fresh name scope."""
+    keras.config.set_dtype_policy("float32")
+    keras.utils.clear_session()
+    yield
+    keras.config.set_dtype_policy("float32")
+
+
+def random_inputs(batch=2, seq=8, vocab=50, seed=0, pad_from=None):
+    """Backbone inputs with random ids; rows are padded from `pad_from[i]` when given."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, vocab, (batch, seq)).astype("int32")
+    seg = np.zeros((batch, seq), "int32")
+    seg[:, seq // 2 :] = 1
+    mask = np.ones((batch, seq), "int32")
+    if pad_from is not None:
+        for i, start in enumerate(pad_from):
+            mask[i, start:] = 0
+            ids[i, start:] = 0
+            seg[i, start:] = 0
+    return {"token_ids": ids, "segment_ids": seg, "padding_mask": mask}
