@@ -123,7 +123,7 @@ def article_paragraphs(wikitext, min_words=8):
     if wikitext.lstrip()[:9].lower() == "#redirect":
         return []
     paragraphs = []
-    for line in filter_wiki(wikitext).split("\n"):
+    for line in filter_wiki(_drop_tables(wikitext)).split("\n"):
         header = _HEADER.match(line)
         if header:
             if header.group(2).strip().lower() in _TAIL_SECTIONS:
@@ -136,6 +136,21 @@ def article_paragraphs(wikitext, min_words=8):
         if len(line.split()) >= min_words and line.endswith(_TERMINAL):
             paragraphs.append(line)
     return paragraphs
+
+
+def _drop_tables(wikitext):
+    # filter_wiki turns table cells into plain lines; the paper drops tables, so
+    # remove `{| ... |}` blocks (nested ones too) before filtering.
+    kept, depth = [], 0
+    for line in wikitext.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith("{|"):
+            depth += 1
+        elif depth and stripped.startswith("|}"):
+            depth -= 1
+        elif not depth:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def _clean_line(line):
