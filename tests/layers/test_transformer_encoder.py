@@ -1,0 +1,103 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_zoo.layers import TransformerEncoder
+from tests.helpers import assert_config_round_trip, assert_mixed_precision
+from tests.models import numpy_bert
+from tests.models.randomize import randomize_weights
+
+
+def _layer(**kwargs):
+    layer = TransformerEncoder(num_heads=2, intermediate_dim=24, dropout=0.0, **kwargs)
+    layer.build((None, None, 16))
+    randomize_weights(layer, seed=1)
+    return layer
+
+
+@pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_matches_numpy_reference(activation, causal):
+    layer = _layer(activation=activation, causal=causal)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 7, 16)).astype("float32")
+    mask = np.ones((3, 7), "int32")
+    mask[1, 4:] = 0
+    mask[2, 1:] = 0
+    got = np.array(layer(x, padding_mask=mask))
+    w = numpy_bert.layer_weights(layer, "l")
+    want = numpy_bert.encoder_layer(
+        x.astype(np.float64), mask, w, "l", 2, approximate=activation == "gelu_approximate", causal=causal
+    )
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_gelu_variants_differ():
+    # Guards against the activation argument being ignored.
+    x = np.random.default_rng(0).normal(size=(1, 4, 16)).astype("float32")
+    exact, approx = _layer(activation="gelu"), _layer(activation="gelu_approximate")
+    assert not np.allclose(np.array(exact(x)), np.array(approx(x)), atol=1e-7)
+
+
+def test_padding_does_not_change_real_positions():
+    layer = _layer()
+    x = np.random.default_rng(0).normal(size=(1, 5, 16)).astype("float32")
+    short = np.array(layer(x, padding_mask=np.ones((1, 5), "int32")))
+    padded_x = np.concatenate([x, np.full((1, 3, 16), 7.0, "float32")], axis=1)
+    mask = np.array([[1] * 5 + [0] * 3], "int32")
+    long = np.array(layer(padded_x, padding_mask=mask))
+    np.testing.assert_allclose(long[:, :5], short, atol=1e-6)
+
+
+def test_causal_ignores_future_tokens():
+    layer = _layer(causal=True)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1, 6, 16)).astype("float32")
+    y = x.copy()
+    y[:, 4:] = rng.normal(size=(1, 2, 16))
+    a, b = np.array(layer(x)), np.array(layer(y))
+    np.testing.assert_allclose(a[:, :4], b[:, :4], atol=1e-6)
+    assert not np.allclose(a[:, 4:], b[:, 4:])
+
+
+def test_config_round_trip():
+    layer = TransformerEncoder(num_heads=4, intermediate_dim=64, dropout=0.2, activation="gelu_approximate", causal=True)
+    clone = assert_config_round_trip(layer)
+    assert clone.causal and clone.activation == "gelu_approximate" and clone.attention_dropout == 0.2
+
+
+def test_mixed_precision_keeps_layer_norm_and_softmax_in_float32():
+    x = np.random.default_rng(0).normal(size=(2, 5, 16)).astype("float32")
+
+    def build(policy):
+        layer = TransformerEncoder(num_heads=2, intermediate_dim=24, dtype=policy)
+        layer.build((None, None, 16))
+        return layer
+
+    assert_mixed_precision(build, x)
+    layer = build("mixed_float16")
+    assert layer.attention_layer_norm.compute_dtype == "float32"
+    assert layer.output_layer_norm.compute_dtype == "float32"
+    ref = build("float32")
+    layer.set_weights(ref.get_weights())
+    got = np.array(keras.ops.cast(layer(x), "float32"))
+    np.testing.assert_allclose(got, np.array(ref(x)), atol=2e-2)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(num_heads=2, intermediate_dim=8, activation="relu"), "activation"),
+        (dict(num_heads=2, intermediate_dim=0), "intermediate_dim"),
+        (dict(num_heads=0, intermediate_dim=8), "num_heads"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TransformerEncoder(**kwargs)
+
+
+def test_heads_must_divide_width():
+    layer = TransformerEncoder(num_heads=3, intermediate_dim=8)
+    with pytest.raises(ValueError, match="hidden_dim=16, num_heads=3"):
+        layer.build((None, None, 16))
