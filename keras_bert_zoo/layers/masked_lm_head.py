@@ -21,10 +21,12 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call arguments:
         sequence_output: tensor `(batch, seq, hidden)`.
-        mask_positions: int tensor `(batch, predictions)`.
+        mask_positions: int tensor `(batch, predictions)`, or None to predict at every
+            position (the left-to-right ablation's next-token head).
 
     Returns:
-        Logits `(batch, predictions, vocabulary_size)` in float32.
+        Logits `(batch, predictions, vocabulary_size)` in float32 (`predictions = seq`
+        when `mask_positions` is None).
     """
 
     def __init__(self, token_embedding, activation="gelu", layer_norm_epsilon=1e-12, **kwargs):
@@ -52,9 +54,12 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, mask_positions):
-        positions = ops.cast(mask_positions, "int32")[:, :, None]  # (batch, predictions, 1)
-        x = ops.take_along_axis(sequence_output, positions, axis=1)  # (batch, predictions, hidden)
+    def call(self, sequence_output, mask_positions=None):
+        if mask_positions is None:
+            x = sequence_output  # (batch, seq, hidden): every position predicts
+        else:
+            positions = ops.cast(mask_positions, "int32")[:, :, None]  # (batch, predictions, 1)
+            x = ops.take_along_axis(sequence_output, positions, axis=1)  # (batch, predictions, hidden)
         x = self.transform_dense(x)
         x = gelu(x, approximate=self.activation == "gelu_approximate")
         x = ops.cast(self.layer_norm(x), self.compute_dtype)
@@ -62,7 +67,9 @@ class MaskedLMHead(keras.layers.Layer):
         logits = ops.matmul(x, ops.transpose(table))  # (batch, predictions, vocab)
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
-    def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
+    def compute_output_shape(self, sequence_output_shape, mask_positions_shape=None):
+        if mask_positions_shape is None:
+            return tuple(sequence_output_shape[:-1]) + (self.token_embedding.input_dim,)
         return tuple(mask_positions_shape) + (self.token_embedding.input_dim,)
 
     def get_config(self):
