@@ -1,0 +1,184 @@
+"""Callbacks for step-exact, resumable pretraining with `model.fit`.
+
+`StepCheckpointer` feeds `fit` from an iterator that a `TrainingCheckpoint` owns and
+saves every N steps; `NonFiniteGuard` stops on a NaN/inf loss or weight naming the
+step; `HeldOutEvaluation` reports MLM and NSP accuracy on held-out batches.
+"""
+
+import logging
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+logger = logging.getLogger(__name__)
+
+
+class NonFiniteError(FloatingPointError):
+    """Training produced a NaN or infinite loss or weight."""
+
+
+def _all_finite(variables):
+    flags = [tf.reduce_all(tf.math.is_finite(tf.convert_to_tensor(v)))
+             for v in variables if tf.as_dtype(v.dtype).is_floating]
+    return bool(tf.reduce_all(flags)) if flags else True
+
+
+class StepCheckpointer(keras.callbacks.Callback):
+    """Makes `fit` draw batches from `checkpoint`'s iterator and saves every N steps.
+
+    Keras' own iterator cannot be checkpointed (fit creates it internally), so while
+    training this callback swaps `model.train_function` for one that takes the next
+    batch from `iterator`, the one the checkpoint holds; fit's own dataset is unused.
+    An element may be `(x, y)` or `(x, y, example_ids)`; ids go to `on_batch`.
+
+    Args:
+        checkpoint: `TrainingCheckpoint` holding `iterator`.
+        iterator: the (distributed) iterator of training batches.
+        save_every: int. Save after every `save_every` steps (and at the end).
+        on_batch: callable `(step, example_ids) -> None` or None. Observes what each
+            step trains on (used by tests to prove nothing is replayed or skipped).
+    """
+
+    def __init__(self, checkpoint, iterator, save_every, on_batch=None):
+        super().__init__()
+        if not isinstance(save_every, int) or save_every < 1:
+            raise ValueError(
+                f"`save_every` must be a positive integer. Received: save_every={save_every!r}."
+            )
+        self.checkpoint = checkpoint
+        self.iterator = iterator
+        self.save_every = save_every
+        self.on_batch = on_batch
+        self._original = None
+        self.last_saved_step = None
+
+    def on_train_begin(self, logs=None):
+        self._original = original = self.model.train_function
+        strategy = self.model.distribute_strategy
+
+        def train_function(_unused_keras_iterator):
+            batch = next(self.iterator)
+            if len(batch) == 3:
+                x, y, ids = batch
+                if self.on_batch is not None:
+                    local = strategy.experimental_local_results(ids)
+                    ids = np.concatenate([np.asarray(t) for t in local])
+                    self.on_batch(int(self.checkpoint.step.numpy()) + 1, ids)
+                batch = (x, y)
+            # A list is taken as "these are the batches" by Keras' train function.
+            return original([batch])
+
+        self.model.train_function = train_function
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.checkpoint.step.assign_add(1)
+        if int(self.checkpoint.step.numpy()) % self.save_every == 0:
+            self.save()
+
+    def save(self):
+        """Saves unless this step is already saved."""
+        step = int(self.checkpoint.step.numpy())
+        if step != self.last_saved_step:
+            self.checkpoint.save()
+            self.last_saved_step = step
+
+    def on_train_end(self, logs=None):
+        self.restore_train_function()
+        self.save()
+
+    def restore_train_function(self):
+        if self._original is not None:
+            self.model.train_function = self._original
+            self._original = None
+
+
+class NonFiniteGuard(keras.callbacks.Callback):
+    """Stops training with an error naming the step on a NaN/inf loss or weight.
+
+    Put it before `StepCheckpointer` so a non-finite state is never saved: weights
+    are checked at every `check_weights_every` steps (and always the loss).
+
+    Args:
+        step: `tf.Variable`. The global step (`TrainingCheckpoint.step`), read
+            before `StepCheckpointer` increments it.
+        check_weights_every: int. Defaults to 1.
+    """
+
+    def __init__(self, step, check_weights_every=1):
+        super().__init__()
+        self.step = step
+        self.check_weights_every = check_weights_every
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.step.numpy()) + 1  # the step that just ran (1-based)
+        loss = None if logs is None else logs.get("loss")
+        if loss is not None and not np.isfinite(float(loss)):
+            raise NonFiniteError(
+                f"Non-finite loss {float(loss)} at step {step}. Training stopped; the "
+                "checkpoint directory is kept and its newest checkpoint is finite. Lower "
+                "the learning rate or check the data, then resume."
+            )
+        if step % self.check_weights_every == 0 and not _all_finite(self.model.weights):
+            bad = [v.path for v in self.model.weights if not _all_finite([v])]
+            raise NonFiniteError(
+                f"Non-finite weights at step {step}: {bad[:5]}. Training stopped; the "
+                "checkpoint directory is kept and its newest checkpoint is finite."
+            )
+
+
+class HeldOutEvaluation(keras.callbacks.Callback):
+    """Every N steps, MLM and NSP accuracy on held-out pretraining batches.
+
+    MLM accuracy is weighted by `mlm_weights` (padding predictions excluded). Results
+    are appended to `self.history`, logged, and written to TensorBoard when
+    `log_dir` is given.
+
+    Args:
+        batches: list of shared-contract `(x, y)` batches (numpy or tensors).
+        every_n_steps: int.
+        step: `tf.Variable` global step, or None to count this run's steps.
+        log_dir: str or None. TensorBoard directory (`<log_dir>/held_out`).
+    """
+
+    def __init__(self, batches, every_n_steps, step=None, log_dir=None):
+        super().__init__()
+        self.batches = list(batches)
+        self.every_n_steps = every_n_steps
+        self.step = step
+        self.history = []
+        self._count = 0
+        self._writer = tf.summary.create_file_writer(log_dir + "/held_out") if log_dir else None
+
+    def evaluate(self):
+        """Returns `{"mlm_accuracy": float, "nsp_accuracy": float or None}`."""
+        hits = total = nsp_hits = nsp_total = 0.0
+        for x, y in self.batches:
+            out = self.model.predict_on_batch(x)
+            predicted = np.argmax(np.asarray(out["mlm_logits"]), axis=-1)
+            weights = np.asarray(y["mlm_weights"], "float64")
+            hits += float(np.sum((predicted == np.asarray(y["mlm_ids"])) * weights))
+            total += float(np.sum(weights))
+            if "nsp_logits" in out:
+                nsp = np.argmax(np.asarray(out["nsp_logits"]), axis=-1)
+                nsp_hits += float(np.sum(nsp == np.asarray(y["nsp_labels"]).reshape(-1)))
+                nsp_total += nsp.shape[0]
+        return {"mlm_accuracy": hits / max(total, 1.0),
+                "nsp_accuracy": nsp_hits / nsp_total if nsp_total else None}
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._count += 1
+        step = int(self.step.numpy()) if self.step is not None else self._count
+        if step % self.every_n_steps:
+            return
+        result = self.evaluate()
+        self.history.append(dict(result, step=step))
+        logger.info("step %d held-out %s", step, result)
+        print(f"\nstep {step}: held-out " + ", ".join(
+            f"{k} {v:.4f}" for k, v in result.items() if v is not None), flush=True)
+        if self._writer is not None:
+            with self._writer.as_default(step=step):
+                for key, value in result.items():
+                    if value is not None:
+                        tf.summary.scalar(key, value)
+            self._writer.flush()

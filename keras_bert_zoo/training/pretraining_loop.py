@@ -1,0 +1,93 @@
+"""`fit_resumable`: `model.fit` for a fixed number of steps that resumes step-exactly.
+
+Restarting the same command after a crash continues from the newest complete
+checkpoint with the same weights, optimizer slots, loss scale, dropout seeds and data
+position as if it had never stopped (bit for bit on CPU with op determinism).
+"""
+
+import tensorflow as tf
+
+from keras_bert_zoo.training.callbacks import NonFiniteGuard, StepCheckpointer
+from keras_bert_zoo.training.checkpoints import TrainingCheckpoint
+from keras_bert_zoo.training.distribute import distribute_dataset, is_chief
+
+
+def _placeholder_dataset(element_spec):
+    """A one-batch dataset with fit's expected structure; fit never trains on it."""
+    def zeros(spec):
+        shape = [1 if d is None else d for d in spec.shape]
+        return tf.zeros(shape, spec.dtype)
+
+    x_spec, y_spec = element_spec[0], element_spec[1]
+    batch = tf.nest.map_structure(zeros, (x_spec, y_spec))
+    return tf.data.Dataset.from_tensors(batch).repeat()
+
+
+def fit_resumable(
+    model,
+    dataset_fn,
+    global_batch_size,
+    total_steps,
+    checkpoint_dir,
+    save_every=100,
+    max_to_keep=3,
+    callbacks=(),
+    verbose="auto",
+    fallback=True,
+    on_batch=None,
+):
+    """Trains `model` with `model.fit` to `total_steps`, resuming from `checkpoint_dir`.
+
+    The model must be compiled inside `model.distribute_strategy`'s scope. Its
+    dataset must use stateless random ops only (so its iterator can be saved).
+
+    Args:
+        model: compiled `keras.Model` (e.g. `BertPretrainer`).
+        dataset_fn: callable `(shard_index, num_shards, per_replica_batch_size) ->
+            tf.data.Dataset` of `(x, y)` (or `(x, y, example_ids)`) batches; repeat
+            it so it lasts `total_steps`.
+        global_batch_size: int. Summed over replicas.
+        total_steps: int. Steps of the whole run, including ones done before a restart.
+        checkpoint_dir: str. Checkpoints are written and resumed from here.
+        save_every: int. Checkpoint every N steps. Defaults to 100.
+        max_to_keep: int. Defaults to 3.
+        callbacks: more Keras callbacks (TensorBoard, `HeldOutEvaluation`, ...).
+        verbose: passed to `fit` (progress bar).
+        fallback: bool. Restore the previous checkpoint when the newest is damaged.
+        on_batch: callable `(step, example_ids)` or None, see `StepCheckpointer`.
+
+    Returns:
+        dict: `step` (final global step), `resumed_from` (0 on a fresh run) and
+        `history` (the `fit` History, or None if there was nothing left to do).
+
+    Raises:
+        NonFiniteError: a NaN/inf loss or weight; names the step.
+        CheckpointCorruptError: damaged newest checkpoint with `fallback=False`.
+    """
+    if not isinstance(total_steps, int) or total_steps < 1:
+        raise ValueError(f"`total_steps` must be a positive integer. Received: total_steps={total_steps!r}.")
+    strategy = model.distribute_strategy
+    iterator = iter(distribute_dataset(strategy, dataset_fn, global_batch_size))
+    checkpoint = TrainingCheckpoint(
+        checkpoint_dir, model, iterator=iterator, max_to_keep=max_to_keep,
+        fallback=fallback, is_chief=is_chief(strategy),
+    )
+    start = checkpoint.restore()
+    if start >= total_steps:
+        return {"step": start, "resumed_from": start, "history": None, "checkpoint": checkpoint}
+    spec = dataset_fn(0, 1, global_batch_size).element_spec
+    checkpointer = StepCheckpointer(checkpoint, iterator, save_every, on_batch=on_batch)
+    guard = NonFiniteGuard(checkpoint.step)
+    try:
+        history = model.fit(
+            _placeholder_dataset(spec),
+            steps_per_epoch=total_steps - start,
+            epochs=1,
+            shuffle=False,
+            callbacks=[guard, checkpointer, *callbacks],
+            verbose=verbose,
+        )
+    finally:
+        checkpointer.restore_train_function()
+    return {"step": int(checkpoint.step.numpy()), "resumed_from": start, "history": history,
+            "checkpoint": checkpoint}
