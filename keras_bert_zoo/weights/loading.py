@@ -1,0 +1,209 @@
+"""Loads preset weights into models and writes models back as presets.
+
+A preset is a registry name or alias (`"bert_base_en_uncased"`), a registry-style
+entry dict, or a local directory / zip in our, Google's (`bert_model.ckpt` +
+`bert_config.json`) or HF's (`model.safetensors` + `config.json`) layout.
+
+Examples:
+>>> backbone = keras_bert_zoo.BertBackbone.from_preset("/path/to/uncased_L-2_H-128_A-2.zip")
+>>> keras_bert_zoo.weights.loading.save_to_preset(backbone, "my_preset", vocabulary="vocab.txt")
+"""
+
+import logging
+
+from keras_bert_zoo.weights import mapping, preset_format, sources
+
+logger = logging.getLogger("keras_bert_zoo.weights")
+
+
+def read_local_config(path):
+    """Returns the `BertBackbone` config of a local preset directory, zip or checkpoint.
+
+    Reads our `config.json`, Google's `bert_config.json` or HF's `config.json`
+    (extra keys tolerated; `hidden_act` `"gelu"` → `"gelu"`, `"gelu_new"` /
+    `"gelu_pytorch_tanh"` → `"gelu_approximate"`).
+    """
+    layout, directory = sources.locate(path)
+    return sources.read_config(layout, directory)
+
+
+def read_preset_tensors(preset):
+    """Returns `({canonical name: array}, source)` for any preset (see module doc)."""
+    layout, directory = sources.locate(preset)
+    return sources.read_tensors(layout, directory)
+
+
+def get_preset_vocabulary(preset):
+    """Returns the path of the preset's `vocab.txt` (downloading the preset if needed).
+
+    Raises:
+        ValueError: the preset has no vocabulary.
+    """
+    layout, directory = sources.locate(preset)
+    path = sources.vocabulary_path(layout, directory)
+    if path is None:
+        raise ValueError(f"The preset {preset!r} has no vocab.txt (looked in {directory}).")
+    return path
+
+
+def _report_unused(tensors, used, source):
+    """Logs one line naming the heads present in the checkpoint but not loaded."""
+    unused = {}
+    for name in tensors:
+        head = mapping.head_of(name)
+        if head is not None and name not in used:
+            unused[head] = unused.get(head, 0) + 1
+    if unused:
+        heads = ", ".join(f"{h} ({n} tensors)" for h, n in sorted(unused.items()))
+        level = logging.WARNING if set(unused) & {"classifier", "squad"} else logging.INFO
+        logger.log(level, "Heads in %s not loaded into this model: %s.", source, heads)
+    return sorted(unused)
+
+
+def _check_unexpected(tensors, targets, source):
+    """A backbone tensor the model has no place for (e.g. layer_12 in a 6-layer model)."""
+    unexpected = sorted(n for n in tensors if mapping.head_of(n) is None and n not in targets)
+    if unexpected:
+        raise ValueError(
+            f"The checkpoint {source} has tensor(s) this model has no place for: "
+            f"{', '.join(unexpected[:8])}. Build the model with the checkpoint's config "
+            "(`from_preset` does)."
+        )
+
+
+def _load(targets, preset):
+    tensors, source = read_preset_tensors(preset)
+    _check_unexpected(tensors, targets, source)
+    mapping.assign_tensors(targets, tensors, source)
+    unused = _report_unused(tensors, targets, source)
+    return {"source": str(source), "loaded": len(targets), "unused_heads": unused}
+
+
+def load_backbone_weights(backbone, preset):
+    """Loads a preset's backbone weights into a `BertBackbone`.
+
+    Every tensor's shape is checked before anything is assigned; a missing or
+    unexpected backbone tensor is an error naming it. Heads in the checkpoint
+    (MLM, NSP, classifier, SQuAD) are reported in one log line.
+
+    Args:
+        backbone: `keras_bert_zoo.BertBackbone`.
+        preset: str or dict. Registry name, entry dict or local path.
+
+    Returns:
+        dict with `source`, `loaded` (tensor count) and `unused_heads`.
+    """
+    return _load(mapping.backbone_targets(backbone), preset)
+
+
+def pretrainer_targets(pretrainer):
+    """`{canonical name: variable}` of a pretrainer: backbone, MLM head and NSP head."""
+    mlm_head = pretrainer.mlm_head
+    if not mlm_head.built:
+        raise ValueError("The pretrainer's `mlm_head` is not built; call the pretrainer once first.")
+    targets = mapping.backbone_targets(pretrainer.backbone)
+    targets.update(mapping.mlm_head_targets(mlm_head))
+    if getattr(pretrainer, "nsp_head", None) is not None:
+        targets.update(mapping.nsp_head_targets(pretrainer.nsp_head))
+    return targets
+
+
+def load_pretrainer_weights(pretrainer, preset):
+    """Loads backbone, MLM head (transform, LayerNorm, output bias) and NSP head weights.
+
+    Args:
+        pretrainer: `keras_bert_zoo.models.bert_pretrainer.BertPretrainer` (anything with
+            `.backbone`, `.mlm_head` and optional `.nsp_head`).
+        preset: str or dict. Registry name, entry dict or local path.
+
+    Returns:
+        dict as `load_backbone_weights`.
+    """
+    return _load(pretrainer_targets(pretrainer), preset)
+
+
+def get_head_tensors(preset, head):
+    """Returns a fine-tuned head's `(kernel [H, K], bias [K])` in Keras layout.
+
+    Args:
+        preset: str or dict. A fine-tuned checkpoint.
+        head: str. `"classifier"` (original `output_weights`/`output_bias`, HF
+            `classifier.*`) or `"squad"` (`cls/squad/*`, HF `qa_outputs.*`).
+
+    Raises:
+        ValueError: unknown `head`, or the checkpoint lacks it.
+    """
+    if head not in mapping.FINE_TUNED_HEADS:
+        raise ValueError(f"`head` must be one of {sorted(mapping.FINE_TUNED_HEADS)}. Received: head={head!r}.")
+    tensors, source = read_preset_tensors(preset)
+    kernel_name, bias_name = mapping.FINE_TUNED_HEADS[head]
+    if kernel_name not in tensors or bias_name not in tensors:
+        present = sorted({mapping.head_of(n) for n in tensors} - {None})
+        raise ValueError(f"The checkpoint {source} has no {head!r} head. Heads present: {present}.")
+    return mapping.to_keras_layout(kernel_name, tensors[kernel_name]), tensors[bias_name]
+
+
+def load_head_weights(dense, preset, head):
+    """Loads a fine-tuned head (see `get_head_tensors`) into a built `keras.layers.Dense`."""
+    kernel, bias = get_head_tensors(preset, head)
+    if tuple(dense.kernel.shape) != kernel.shape or tuple(dense.bias.shape) != bias.shape:
+        raise ValueError(
+            f"The {head!r} head of {preset!r} has kernel {kernel.shape}, bias {bias.shape}; the layer "
+            f"{dense.name} has {tuple(dense.kernel.shape)}, {tuple(dense.bias.shape)}. Build the task "
+            "with the checkpoint's number of classes."
+        )
+    dense.kernel.assign(kernel)
+    dense.bias.assign(bias)
+
+
+def _backbone_of(model):
+    if hasattr(model, "transformer_layers"):
+        return model
+    if hasattr(model, "backbone"):
+        return model.backbone
+    raise ValueError(f"`model` must be a BertBackbone or have a `.backbone`. Received: {type(model).__name__}.")
+
+
+def model_tensors(model):
+    """Returns `{canonical name: array}` of a backbone or pretrainer (with its heads)."""
+    backbone = _backbone_of(model)
+    if getattr(model, "mlm_head", None) is not None:
+        targets = pretrainer_targets(model)
+    else:
+        targets = mapping.backbone_targets(backbone)
+    return mapping.collect_tensors(targets)
+
+
+def backbone_config(backbone):
+    """The backbone's constructor arguments without Keras bookkeeping (name, dtype)."""
+    config = backbone.get_config()
+    for key in ("name", "trainable", "dtype"):
+        config.pop(key, None)
+    return config
+
+
+def save_to_preset(model_or_backbone, directory, vocabulary=None):
+    """Writes a model as a preset directory: config, vocabulary, weights, manifest.
+
+    The directory is written atomically (a temporary directory renamed into place;
+    a failure keeps an existing preset intact). A pretrainer's MLM and NSP heads are
+    saved with the backbone. `from_preset(directory)` loads it back.
+
+    Args:
+        model_or_backbone: a `BertBackbone`, or a model with `.backbone` (and
+            optionally `.mlm_head`, `.nsp_head`).
+        directory: str. Created or replaced.
+        vocabulary: path to `vocab.txt`, list of tokens, a tokenizer with
+            `get_vocabulary()`, or None (then the model's preprocessor's tokenizer,
+            if any).
+
+    Returns:
+        The directory.
+    """
+    if vocabulary is None:
+        tokenizer = getattr(getattr(model_or_backbone, "preprocessor", None), "tokenizer", None)
+        vocabulary = tokenizer if tokenizer is not None and hasattr(tokenizer, "get_vocabulary") else None
+    backbone = _backbone_of(model_or_backbone)
+    return preset_format.write_preset(
+        directory, model_tensors(model_or_backbone), backbone_config(backbone), vocabulary=vocabulary
+    )
