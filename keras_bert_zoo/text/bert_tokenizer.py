@@ -1,0 +1,327 @@
+"""`BertTokenizer`: the original BERT WordPiece tokenizer as an in-graph Keras layer."""
+
+import os
+import warnings
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_zoo.text import normalize as norm
+from keras_bert_zoo.text import offsets as offsets_lib
+from keras_bert_zoo.text.vocabulary import load_vocabulary, save_vocabulary, validate_vocabulary
+
+VOCABULARY_ASSET = "vocabulary.txt"
+ERRORS = ("ignore", "strict")
+
+
+def _in_safe_mode():
+    from keras.src.saving import serialization_lib
+
+    return bool(serialization_lib.in_safe_mode())
+
+
+def _warn_on_case_mismatch(tokens, lowercase):
+    """Warns like the original `validate_case_matches_checkpoint` on a casing mismatch."""
+    words = [t for t in tokens if not (t.startswith("[") and t.endswith("]"))]
+    upper = sum(1 for t in words if any(c.isupper() for c in t))
+    if lowercase and upper > max(2, 0.005 * len(words)):
+        warnings.warn(
+            f"The vocabulary looks cased ({upper} tokens hold upper-case letters) but "
+            "lowercase=True: those tokens can never be produced. Pass lowercase=False for "
+            "a cased vocabulary.",
+            stacklevel=3,
+        )
+    elif not lowercase and upper == 0 and len(words) > 0:
+        warnings.warn(
+            "The vocabulary looks uncased (no token holds an upper-case letter) but "
+            "lowercase=False: capitalised words will split badly or become [UNK]. Pass "
+            "lowercase=True for an uncased vocabulary.",
+            stacklevel=3,
+        )
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class BertTokenizer(keras.layers.Layer):
+    """The original BERT tokenizer (`FullTokenizer`), in-graph and id-for-id exact.
+
+    Strings are cleaned (control/format characters dropped, whitespace unified), CJK
+    ideographs split, optionally lower-cased and accent-stripped, split on whitespace and
+    punctuation (Unicode P* and ASCII symbols), then WordPiece-tokenized by greedy
+    longest match with `##` continuations; a word over `max_chars_per_word` characters or
+    without a full cover becomes `[UNK]`. Everything is TensorFlow ops
+    (tensorflow-text's `FastWordpieceTokenizer` for the WordPiece step), so the layer runs
+    in `tf.data.Dataset.map` and in exported SavedModels.
+
+    Differences from HF `tokenizers`' `BertWordPieceTokenizer`, where this layer follows
+    the original: the word limit is 200 characters (HF: 100); text that looks like a
+    special token ("[MASK]") is split like any text, not kept whole; lower-casing keeps
+    the final sigma `ς`. Differences from tensorflow-text's own `lower_case=True` path:
+    no NFKC case folding (`ß`, `…`, `ﬁ`, full-width letters stay as the original has them).
+
+    Invalid UTF-8 bytes are dropped from the row that holds them (other rows are
+    unchanged) or, with `errors="strict"`, raise a `ValueError` naming the row. Inputs
+    are capped at `max_input_chars` characters before tokenizing, so a huge document
+    costs bounded time and memory.
+
+    Args:
+        vocabulary: str, list of str or None. Path to `vocab.txt` or the tokens (id =
+            index). None leaves the layer empty until `set_vocabulary` or loading.
+        lowercase: bool. Lower-case the input (uncased vocabularies). Defaults to True.
+        strip_accents: bool or None. NFD + drop combining marks; None follows
+            `lowercase`, as the original. Defaults to None.
+        max_input_chars: int or None. Characters kept per input string. Defaults to
+            1,000,000.
+        max_chars_per_word: int. Longer words become `[UNK]`. Defaults to 200.
+        errors: "ignore" or "strict". What invalid UTF-8 does. Defaults to "ignore".
+
+    Call arguments:
+        inputs: a string, a list of strings or a 1-D `tf.string` tensor.
+
+    Returns:
+        int32 `tf.RaggedTensor` (batch, None) of ids; a scalar input gives a 1-D tensor.
+
+    Examples:
+    >>> tokenizer = keras_bert_zoo.text.BertTokenizer("vocab.txt", lowercase=True)
+    >>> tokenizer(["Héllo, world!"])
+    <tf.RaggedTensor [[7592, 1010, 2088, 999]]>
+
+    References:
+        Devlin et al. 2018; google-research/bert `tokenization.py`.
+    """
+
+    def __init__(
+        self,
+        vocabulary=None,
+        lowercase=True,
+        strip_accents=None,
+        max_input_chars=1_000_000,
+        max_chars_per_word=200,
+        errors="ignore",
+        **kwargs,
+    ):
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        # Strings in, ragged ids out: skip Keras' float input conversion.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        if errors not in ERRORS:
+            raise ValueError(f"`errors` must be one of {ERRORS}. Received: errors={errors!r}.")
+        for name, value in (("max_input_chars", max_input_chars), ("max_chars_per_word", max_chars_per_word)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}.")
+        if max_chars_per_word is None:
+            raise ValueError("`max_chars_per_word` must be a positive int. Received: None.")
+        self.lowercase = bool(lowercase)
+        self.strip_accents = strip_accents
+        self.max_input_chars = max_input_chars
+        self.max_chars_per_word = max_chars_per_word
+        self.errors = errors
+        self._tokens = None
+        if isinstance(vocabulary, (str, os.PathLike)) and _in_safe_mode():
+            raise ValueError(
+                f"Refusing to read the vocabulary file {os.fspath(vocabulary)!r} named in a "
+                "config while loading in safe mode: a .keras file carries its vocabulary as "
+                "an asset. Load the file yourself and pass the tokens, or load with "
+                "safe_mode=False if you trust it."
+            )
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+
+    # Vocabulary ---------------------------------------------------------------------
+    def set_vocabulary(self, vocabulary):
+        """Sets the vocabulary (a `vocab.txt` path or a list of tokens) and builds tables."""
+        if isinstance(vocabulary, (str, os.PathLike)):
+            tokens = load_vocabulary(vocabulary)
+        else:
+            if isinstance(vocabulary, np.ndarray):
+                vocabulary = [str(t) for t in vocabulary.tolist()]
+            tokens = validate_vocabulary(vocabulary)
+        _warn_on_case_mismatch(tokens, self.lowercase)
+        self._tokens = list(tokens)
+        self._token_to_id = {t: i for i, t in enumerate(self._tokens)}
+        # A placeholder longer than any allowed word is always [UNK] in the WordPiece op.
+        self._max_word_bytes = 4 * self.max_chars_per_word
+        self._long_word = "x" * (self._max_word_bytes + 1)
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self._tokens,
+            suffix_indicator="##",
+            max_bytes_per_word=self._max_word_bytes,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            no_pretokenization=True,
+        )
+        self._vocab_tensor = tf.constant(self._tokens)
+
+    def _check_vocabulary(self):
+        if self._tokens is None:
+            raise ValueError(
+                "The tokenizer has no vocabulary. Pass `vocabulary=` (a vocab.txt path or a "
+                "list of tokens) or call `set_vocabulary`."
+            )
+
+    def get_vocabulary(self):
+        """Returns the list of tokens (id = index)."""
+        self._check_vocabulary()
+        return list(self._tokens)
+
+    def vocabulary_size(self):
+        """Returns the number of tokens."""
+        self._check_vocabulary()
+        return len(self._tokens)
+
+    def id_to_token(self, id):
+        """Returns the token of an id; ValueError outside the vocabulary."""
+        self._check_vocabulary()
+        if not 0 <= int(id) < len(self._tokens):
+            raise ValueError(f"`id` must be in [0, {len(self._tokens)}). Received: id={id}.")
+        return self._tokens[int(id)]
+
+    def token_to_id(self, token):
+        """Returns the id of a token; ValueError if it is not in the vocabulary."""
+        self._check_vocabulary()
+        if token not in self._token_to_id:
+            raise ValueError(f"`token` {token!r} is not in the vocabulary.")
+        return self._token_to_id[token]
+
+    # Tokenizing ---------------------------------------------------------------------
+    def _prepare(self, inputs):
+        """Converts inputs to a valid-UTF-8, capped 1-D string tensor; notes scalars."""
+        self._check_vocabulary()
+        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
+            inputs = tf.convert_to_tensor(inputs)
+        if inputs.dtype != tf.string:
+            raise ValueError(f"`inputs` must be strings. Received: dtype={inputs.dtype.name}.")
+        rank = inputs.shape.rank
+        if rank not in (0, 1):
+            raise ValueError(
+                "`inputs` must be a string or a 1-D batch of strings. "
+                f"Received: shape={inputs.shape}. Flatten it first (e.g. tf.reshape(x, [-1]))."
+            )
+        scalar = rank == 0
+        strings = tf.reshape(inputs, [-1])
+        if self.errors == "strict":
+            self._raise_on_invalid(strings)
+        strings = norm.drop_invalid_utf8(strings)
+        return norm.cap_length(strings, self.max_input_chars), scalar
+
+    def _raise_on_invalid(self, strings):
+        bad = norm.invalid_utf8_rows(strings)
+        if tf.executing_eagerly():
+            rows = np.flatnonzero(bad.numpy()).tolist()
+            if rows:
+                raise ValueError(
+                    f"`inputs` rows {rows} hold invalid UTF-8 (errors='strict'). Fix the "
+                    "encoding or pass errors='ignore' to drop the bad bytes."
+                )
+        else:
+            tf.debugging.assert_equal(
+                tf.reduce_any(bad), False,
+                message="An input row holds invalid UTF-8 (errors='strict').",
+            )
+
+    def _split_words(self, strings):
+        """Normalised words (long ones replaced by an [UNK] placeholder) and byte spans."""
+        normalized = norm.normalize(strings, self.lowercase, self.strip_accents)
+        words, begins, ends = tf_text.regex_split_with_offsets(
+            normalized, norm.WORD_SPLIT_PATTERN, norm.PUNCTUATION_CLASS
+        )  # (batch, words)
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.max_chars_per_word
+        flat = tf.where(too_long, self._long_word, words.flat_values)
+        return words.with_flat_values(flat), begins, ends, normalized
+
+    def tokenize(self, inputs):
+        """Strings -> int32 ragged ids (batch, tokens); a scalar gives 1-D ids."""
+        strings, scalar = self._prepare(inputs)
+        words, _, _, _ = self._split_words(strings)
+        ids = self._wordpiece.tokenize(words).merge_dims(1, 2)  # (batch, tokens)
+        return ids[0] if scalar else ids
+
+    def tokenize_with_offsets(self, inputs):
+        """Ids plus character offsets of each token in the input string.
+
+        Offsets count Unicode code points (Python `str` indices), so
+        `text[begin:end]` is the span a token came from (`##` pieces point inside their
+        word). For a row with invalid UTF-8 the offsets index the row without the bad
+        bytes. Offsets stop at `max_input_chars`.
+
+        Returns:
+            (ids, begins, ends): int32 ragged ids and int64 ragged character offsets.
+        """
+        strings, scalar = self._prepare(inputs)
+        words, word_begins, word_ends, _ = self._split_words(strings)
+        ids, piece_begins, piece_ends = self._wordpiece.tokenize_with_offsets(words)
+        word_begins = tf.expand_dims(word_begins, -1)  # (batch, words, 1)
+        word_bytes = tf.expand_dims(word_ends, -1) - word_begins
+        byte_begins = tf.cast(piece_begins, tf.int64) + word_begins
+        # A long word's placeholder piece ends past the word: clip to the word's end.
+        byte_ends = tf.minimum(tf.cast(piece_ends, tf.int64), word_bytes) + word_begins
+        starts = offsets_lib.char_starts_in_normalized(strings, self.lowercase, self.strip_accents)
+        begins, ends = offsets_lib.bytes_to_chars(
+            starts, byte_begins.merge_dims(1, 2), byte_ends.merge_dims(1, 2)
+        )
+        ids = ids.merge_dims(1, 2)
+        if scalar:
+            return ids[0], begins[0], ends[0]
+        return ids, begins, ends
+
+    def detokenize(self, ids):
+        """Ids -> strings: tokens joined by spaces, `##` continuations glued back."""
+        self._check_vocabulary()
+        if not isinstance(ids, (tf.Tensor, tf.RaggedTensor)):
+            ids = tf.ragged.constant(ids) if isinstance(ids, list) and ids and isinstance(ids[0], list) else tf.convert_to_tensor(ids)
+        tokens = tf.gather(self._vocab_tensor, ids)
+        text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+        return tf.strings.regex_replace(text, " ##", "")
+
+    def call(self, inputs):
+        return self.tokenize(inputs)
+
+    # Special ids used by packers and preprocessors.
+    @property
+    def pad_token_id(self):
+        return self.token_to_id("[PAD]")
+
+    @property
+    def unk_token_id(self):
+        return self.token_to_id("[UNK]")
+
+    @property
+    def cls_token_id(self):
+        return self.token_to_id("[CLS]")
+
+    @property
+    def sep_token_id(self):
+        return self.token_to_id("[SEP]")
+
+    @property
+    def mask_token_id(self):
+        return self.token_to_id("[MASK]")
+
+    # Saving -------------------------------------------------------------------------
+    def save_assets(self, dir_path):
+        self._check_vocabulary()
+        save_vocabulary(self._tokens, os.path.join(dir_path, VOCABULARY_ASSET))
+
+    def load_assets(self, dir_path):
+        self.set_vocabulary(load_vocabulary(os.path.join(dir_path, VOCABULARY_ASSET)))
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor(tuple(inputs.shape) + (None,), dtype="int32", ragged=True)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                # The vocabulary travels as an asset (`vocabulary.txt`), not in the config.
+                "vocabulary": None,
+                "lowercase": self.lowercase,
+                "strip_accents": self.strip_accents,
+                "max_input_chars": self.max_input_chars,
+                "max_chars_per_word": self.max_chars_per_word,
+                "errors": self.errors,
+            }
+        )
+        return config

@@ -1,0 +1,62 @@
+"""Maps byte offsets in normalised text back to character offsets in the input.
+
+Normalisation (../text/normalize.py) deletes characters, inserts spaces around CJK
+ideographs and may change byte lengths (lower-casing, NFD, dropping marks). Every step is
+per character except two that keep byte lengths (final sigma: `σ`/`ς` are both 2 bytes)
+or only reorder marks, so normalising each input character on its own gives the byte
+length it contributes to the whole normalised string; a cumulative sum then maps any
+normalised byte offset to the input character that produced it.
+"""
+
+import tensorflow as tf
+
+from keras_bert_zoo.text import normalize as norm
+
+
+def char_starts_in_normalized(strings, lowercase, strip_accents):
+    """Byte offset in the normalised string where each input character's output starts.
+
+    Args:
+        strings: 1-D `tf.string` tensor of valid UTF-8 (already capped).
+        lowercase: bool, as for `normalize.normalize`.
+        strip_accents: bool or None, as for `normalize.normalize`.
+
+    Returns:
+        int64 `tf.RaggedTensor` (batch, chars): exclusive cumulative byte lengths.
+    """
+    chars = tf.strings.unicode_split(strings, "UTF-8")  # (batch, chars)
+    normalized = norm.normalize(chars.flat_values, lowercase, strip_accents)
+    lengths = tf.cast(tf.strings.length(normalized), tf.int64)
+    lengths = chars.with_flat_values(lengths)
+    starts = tf.cumsum(lengths, axis=1, exclusive=True)
+    return starts
+
+
+def bytes_to_chars(char_starts, byte_begins, byte_ends):
+    """Converts token byte spans in normalised text to character spans in the input.
+
+    A begin maps to the last input character whose output starts at or before it
+    (skipping deleted characters before it); an end maps to one past the character
+    holding the token's last byte.
+
+    Args:
+        char_starts: int64 ragged (batch, chars) from `char_starts_in_normalized`.
+        byte_begins: int64 ragged (batch, tokens).
+        byte_ends: int64 ragged (batch, tokens).
+
+    Returns:
+        (begins, ends): int64 ragged (batch, tokens), character offsets.
+    """
+    big = tf.constant(2**62, tf.int64)
+    starts = char_starts.to_tensor(default_value=big)  # (batch, max_chars)
+    # A sentinel column keeps the search defined for rows (or batches) of empty strings.
+    sentinel = tf.fill(tf.stack([tf.shape(starts)[0], 1]), big)
+    starts = tf.concat([starts, sentinel], axis=1)  # (batch, max_chars + 1)
+    begins = byte_begins.to_tensor(default_value=0)  # (batch, max_tokens)
+    ends = byte_ends.to_tensor(default_value=1)
+    begin_chars = tf.searchsorted(starts, begins, side="right") - 1
+    end_chars = tf.searchsorted(starts, ends - 1, side="right")
+    lengths = byte_begins.row_lengths()
+    begin_chars = tf.RaggedTensor.from_tensor(tf.cast(begin_chars, tf.int64), lengths=lengths)
+    end_chars = tf.RaggedTensor.from_tensor(tf.cast(end_chars, tf.int64), lengths=lengths)
+    return begin_chars, end_chars
