@@ -1,0 +1,326 @@
+"""The stages of `tools/quickstart.py`: each one a call into keras_bert_zoo, a progress
+bar and a one-line summary. Kept apart from the argument parsing to stay readable."""
+
+import glob
+import json
+import os
+import time
+import zlib
+
+import numpy as np
+
+
+class RunDir:
+    """`runs/<name>/`: where every artifact of a quickstart run goes."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        os.makedirs(self.path, exist_ok=True)
+
+    def __call__(self, *parts):
+        return os.path.join(self.path, *parts)
+
+
+def say(stage, message):
+    print(f"[{stage}] {message}", flush=True)
+
+
+def _is_dump(path):
+    return path.endswith((".xml.bz2", ".xml", ".bz2"))
+
+
+def _split_text_corpus(files, out_dir, heldout_fraction):
+    """Copies text files (original format) into train/held-out files, by document hash."""
+    os.makedirs(out_dir, exist_ok=True)
+    outs = {False: open(os.path.join(out_dir, "train-00000.txt"), "w", encoding="utf-8"),
+            True: open(os.path.join(out_dir, "heldout-00000.txt"), "w", encoding="utf-8")}
+    stats = {"articles_kept": 0, "sentences": 0, "words": 0}
+
+    def flush(doc):
+        if doc:
+            key = zlib.crc32(doc[0].encode("utf-8")) % 10_000 < round(heldout_fraction * 10_000)
+            outs[key].write("\n".join(doc) + "\n\n")
+            stats["articles_kept"] += 1
+            stats["sentences"] += len(doc)
+            stats["words"] += sum(len(s.split()) for s in doc)
+
+    for path in files:
+        doc = []
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.strip():
+                    doc.append(line.strip())
+                else:
+                    flush(doc)
+                    doc = []
+        flush(doc)
+    for f in outs.values():
+        f.close()
+    stats["train_files"] = [outs[False].name]
+    stats["heldout_files"] = [outs[True].name]
+    return stats
+
+
+def prepare_corpus(args, run):
+    """Stage 1: a MediaWiki dump (or text files) → train/held-out text in the input format."""
+    from keras_bert_zoo.data import wikipedia
+
+    start = time.perf_counter()
+    source = args.input or wikipedia.sample_dump_path()
+    out_dir = run("corpus")
+    if _is_dump(source):
+        stats = wikipedia.prepare_wikipedia(
+            source, out_dir, heldout_fraction=args.heldout_fraction, num_workers=args.workers,
+            max_articles=args.max_articles, progress=not args.no_progress)
+    else:
+        files = sorted(p for pattern in source.split(",") for p in glob.glob(pattern))
+        if not files:
+            raise ValueError(f"`--input` matches no file. Received: --input={source!r}.")
+        stats = _split_text_corpus(files, out_dir, args.heldout_fraction)
+    if not stats["train_files"] or not stats["heldout_files"]:
+        raise ValueError(
+            f"The corpus has no {'training' if not stats['train_files'] else 'held-out'} article "
+            f"(kept {stats.get('articles_kept', 0)}). Use more articles or change --heldout-fraction."
+        )
+    stats.update(source=source, seconds=time.perf_counter() - start)
+    say("corpus", f"{stats['articles_kept']} articles, {stats['sentences']} sentences, "
+        f"{stats['words']} words from {os.path.basename(source)} in {stats['seconds']:.1f}s")
+    return stats
+
+
+def learn_vocab(args, run, corpus):
+    """Stage 2: learn a WordPiece vocabulary on the training text; writes `vocab.txt`."""
+    from keras_bert_zoo.text import vocabulary
+
+    start = time.perf_counter()
+    path = run("vocab.txt")
+    tokens = vocabulary.learn_vocabulary(
+        corpus["train_files"], vocabulary_size=args.vocabulary_size, lowercase=True)
+    vocabulary.save_vocabulary(tokens, path)
+    say("vocab", f"{len(tokens)} word pieces learned in {time.perf_counter() - start:.1f}s → {path}")
+    return path
+
+
+def make_examples(args, run, corpus, vocab_path):
+    """Stage 3: MLM+NSP examples (train and held-out), the data report, fixed eval batches."""
+    from keras_bert_zoo.data import pretraining
+    from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
+    from keras_bert_zoo.training import pretraining_eval
+
+    start = time.perf_counter()
+    tokenizer = BertTokenizer(vocab_path, lowercase=True)
+    common = dict(sequence_length=args.seq_length, max_predictions=args.max_predictions)
+
+    def make_train(batch_size):
+        return pretraining.pretraining_dataset(
+            corpus["train_files"], tokenizer, batch_size, seed=args.seed, **common)
+
+    train = make_train(args.batch_size)
+    heldout = pretraining.pretraining_dataset(
+        corpus["heldout_files"], tokenizer, args.batch_size, seed=args.seed + 1, **common)
+    eval_batches = pretraining_eval.collect_batches(heldout, args.eval_batches)
+    # The unigram baseline's guess: the most frequent masked target in training batches.
+    train_batches = pretraining_eval.collect_batches(train, max(args.eval_batches, 8))
+    counts = pretraining_eval.unigram_counts(train_batches)
+    unigram_id = counts.most_common(1)[0][0]
+    report = _data_report(pretraining, train_batches, tokenizer, run)
+    say("examples", f"{len(eval_batches)} held-out batches of {args.batch_size}, unigram guess "
+        f"{tokenizer.id_to_token(unigram_id)!r}, in {time.perf_counter() - start:.1f}s; report → "
+        f"{report['path']}")
+    return dict(tokenizer=tokenizer, make_train=make_train, eval_batches=eval_batches, unigram_id=unigram_id,
+                unigram_token=tokenizer.id_to_token(unigram_id), report=report)
+
+
+def _batch_report(batches, tokenizer):
+    """Figures of sample batches (used when the data pipeline has no report function)."""
+    x = np.concatenate([b[0]["token_ids"] for b in batches])
+    mask = np.concatenate([b[0]["padding_mask"] for b in batches])
+    weights = np.concatenate([b[1]["mlm_weights"] for b in batches])
+    nsp = np.concatenate([b[1]["nsp_labels"] for b in batches])
+    ids = np.concatenate([b[1]["mlm_ids"] for b in batches])
+    positions = np.concatenate([b[0]["mask_positions"] for b in batches])
+    shown = np.take_along_axis(x, positions, axis=1)[weights > 0]
+    mask_id = tokenizer.token_to_id("[MASK]")
+    return {
+        "sequences": int(len(x)),
+        "mean_tokens_per_sequence": float(mask.sum(1).mean()),
+        "mean_predictions_per_sequence": float(weights.sum(1).mean()),
+        "share_of_predictions_shown_as_mask": float((shown == mask_id).mean()),
+        "share_of_predictions_kept": float((shown == ids[weights > 0]).mean()),
+        "share_random_next": float(nsp.mean()),
+    }
+
+
+def _data_report(pretraining, batches, tokenizer, run):
+    """Prints and saves the data report of sample training batches."""
+    path = run("data_report.json")
+    report = _batch_report(batches, tokenizer)
+    print(json.dumps(report, indent=1), flush=True)
+    from keras_bert_zoo.utils.files import atomic_write_json
+
+    atomic_write_json(path, report)
+    return {"path": path, "figures": report}
+
+
+def build_backbone(args, vocabulary_size):
+    """The `--size` preset's architecture with the learned vocabulary (tiny: 2×32)."""
+    import keras_bert_zoo
+    from keras_bert_zoo.presets import get_preset_config
+
+    if args.size is None:
+        config = dict(num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64,
+                      max_sequence_length=max(args.seq_length, 64))
+    else:
+        config = get_preset_config(args.size)
+    config["vocabulary_size"] = vocabulary_size
+    return keras_bert_zoo.BertBackbone(**config)
+
+
+def pretrain(args, run, data):
+    """Stage 4: pretrain with BertAdamW (warmup + linear decay) until steps or time budget.
+
+    Runs through `fit_resumable`: checkpoints in `runs/<name>/checkpoints`, so the same
+    command after a crash continues where it stopped."""
+    import keras
+
+    from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
+    from keras_bert_zoo.training.pretraining_eval import HeldoutEvaluation
+    from keras_bert_zoo.training.pretraining_loop import fit_resumable
+
+    keras.utils.set_random_seed(args.seed)
+    backbone = build_backbone(args, data["tokenizer"].vocabulary_size())
+    model = BertPretrainer(backbone, nsp=True)
+    model.compile(learning_rate=args.learning_rate, total_steps=args.steps,
+                  warmup_steps=max(1, int(args.warmup_fraction * args.steps)))
+    evaluation = HeldoutEvaluation(data["eval_batches"], min(args.eval_every, args.steps),
+                                   log_dir=run("tensorboard"), time_budget=args.time_budget,
+                                   progress=lambda r: say("train", _record_line(r)))
+    bar = _ProgressBar(args.steps, enabled=not args.no_progress)
+    start = time.perf_counter()
+    result = fit_resumable(model, lambda i, n, b: data["make_train"](b), args.batch_size,
+                           args.steps, run("checkpoints"), save_every=args.eval_every,
+                           max_to_keep=1, callbacks=[evaluation, bar], verbose=0)
+    bar.close()
+    seconds = time.perf_counter() - start
+    steps = result["step"] - result["resumed_from"]
+    say("train", f"{steps} steps (to global step {result['step']}) of a "
+        f"{backbone.count_params():,}-parameter BERT in {seconds:.0f}s "
+        f"({steps * args.batch_size / max(seconds, 1e-9):.1f} sequences/s, graph building included)")
+    return model, {"history": evaluation.history, "steps": result["step"], "seconds": seconds,
+                   "resumed_from": result["resumed_from"], "parameters": int(backbone.count_params())}
+
+
+def _record_line(r):
+    return (f"step {r['step']}: loss {r['loss']:.3f}, held-out MLM acc {r['mlm_accuracy']:.3f}, "
+            f"NSP acc {r['nsp_accuracy']:.3f} ({r['seconds']:.0f}s)")
+
+
+def _ProgressBar(total, enabled):
+    import keras
+
+    class Bar(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="pretrain", unit="step", disable=not enabled)
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.bar.update(1)
+            if logs and "loss" in logs:
+                self.bar.set_postfix(loss=f"{float(logs['loss']):.3f}", refresh=False)
+
+        def close(self):
+            self.bar.close()
+
+    return Bar()
+
+
+def evaluate(args, run, model, data, training):
+    """Stage 5: held-out MLM/NSP accuracy vs the unigram and majority baselines; the plot."""
+    from keras_bert_zoo.training.pretraining_eval import evaluate_pretraining
+    from keras_bert_zoo.utils.plotting import plot_pretraining_curves
+
+    result = evaluate_pretraining(model, data["eval_batches"], unigram_id=data["unigram_id"])
+    result["unigram_token"] = data["unigram_token"]
+    result["plot"] = plot_pretraining_curves(
+        training["history"], run("training_curves.png"), baselines=result,
+        title=f"BERT pretraining on {os.path.basename(args.input or 'the gensim enwiki sample')}")
+    say("eval", f"held-out MLM accuracy {result['mlm_accuracy']:.3f} vs unigram baseline "
+        f"{result['unigram_accuracy']:.3f} ({result['unigram_token']!r}); NSP accuracy "
+        f"{result['nsp_accuracy']:.3f} vs 0.5 (majority {result['nsp_majority_accuracy']:.3f}); "
+        f"{result['predictions']} masked predictions; plot → {result['plot']}")
+    return result
+
+
+def save_preset(args, run, model, vocab_path):
+    """Stage 6: the trained backbone + heads + vocabulary as a preset directory."""
+    from keras_bert_zoo.weights.loading import save_to_preset
+
+    directory = run("preset")
+    save_to_preset(model, directory, vocabulary=vocab_path)
+    size = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
+    say("preset", f"saved {len(os.listdir(directory))} files ({size / 2**20:.1f} MiB) → {directory}")
+    return directory
+
+
+def _heldout_sentences(corpus, tokenizer, count):
+    from keras_bert_zoo.training.fill_mask import mask_one_word
+
+    samples = []
+    with open(corpus["heldout_files"][0], encoding="utf-8") as f:
+        for line in f:
+            words = line.split()
+            if 8 <= len(words) <= 25:
+                masked = mask_one_word(tokenizer, line.strip())
+                if masked:
+                    samples.append(masked)
+            if len(samples) == count:
+                break
+    return samples
+
+
+def reload_and_fill_mask(args, run, model, preset_dir, corpus, data, count=5):
+    """Stage 7: `BertPretrainer.from_preset(dir)`; same outputs; fill-mask on held-out text."""
+    from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
+    from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
+    from keras_bert_zoo.training.fill_mask import fill_mask
+
+    reloaded = BertPretrainer.from_preset(preset_dir)
+    x = data["eval_batches"][0][0]
+    diff = float(np.max(np.abs(model.predict_on_batch(x)["mlm_logits"]
+                               - reloaded.predict_on_batch(x)["mlm_logits"])))
+    tokenizer = BertTokenizer(os.path.join(preset_dir, "vocab.txt"), lowercase=True)
+    samples = []
+    for masked, word in _heldout_sentences(corpus, tokenizer, count):
+        top = fill_mask(reloaded.backbone, reloaded.mlm_head, tokenizer, masked, top_k=5,
+                        sequence_length=args.seq_length)[0]
+        samples.append({"text": masked, "answer": word.lower(), "predictions": top})
+        print(f"  {masked}\n    answer {word.lower()!r}; top-5: "
+              + ", ".join(f"{t} {p:.2f}" for t, p in top), flush=True)
+    hits = sum(s["answer"] == s["predictions"][0][0] for s in samples)
+    say("fill-mask", f"reloaded from {preset_dir} (max |Δ logits| {diff:.2e}); top-1 right on "
+        f"{hits}/{len(samples)} held-out sentences")
+    return {"max_abs_logit_difference": diff, "samples": samples, "top1_hits": hits}
+
+
+def write_summary(args, run, corpus, data, training, evaluation, preset_dir, samples, seconds):
+    """Stage 8: `summary.json` with the run's figures (written atomically)."""
+    from keras_bert_zoo.utils.files import atomic_write_json
+
+    summary = {
+        "args": vars(args),
+        "corpus": {k: v for k, v in corpus.items()},
+        "vocabulary_size": int(data["tokenizer"].vocabulary_size()),
+        "training": training,
+        "heldout": evaluation,
+        "preset_dir": preset_dir,
+        "reload": samples,
+        "data_report": data["report"]["path"],
+        "tensorboard": run("tensorboard"),
+        "total_seconds": seconds,
+    }
+    atomic_write_json(run("summary.json"), summary)
+    say("done", f"{seconds:.0f}s in total; MLM {evaluation['mlm_accuracy']:.3f} vs unigram "
+        f"{evaluation['unigram_accuracy']:.3f}; summary → {run('summary.json')}")
+    return summary
