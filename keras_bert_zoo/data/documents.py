@@ -1,0 +1,133 @@
+"""Raw pretraining documents: one sentence per line, a blank line between documents.
+
+Streams with `tf.data` (a file is read line by line; only the current document is held).
+"""
+
+import os
+import re
+
+import tensorflow as tf
+
+
+def resolve_files(files):
+    """Expands file names and globs into a sorted, de-duplicated list of paths.
+
+    Args:
+        files: str or list of str. Paths or glob patterns; a str may hold several,
+            separated by commas (the original `--input_file` convention).
+
+    Returns:
+        list of str.
+
+    Raises:
+        ValueError: nothing given, or a path/glob matches no file (the message names it).
+    """
+    if isinstance(files, (str, os.PathLike)):
+        files = [os.fspath(files)]
+    if not files:
+        raise ValueError(f"`files` must name at least one input file. Received: files={files!r}.")
+    patterns = [p.strip() for f in files for p in str(f).split(",") if p.strip()]
+    out, missing = [], []
+    for pattern in patterns:
+        matches = sorted(m for m in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(m))
+        if not matches:
+            missing.append(pattern)
+        out.extend(matches)
+    if missing:
+        raise ValueError(
+            f"These input paths or globs match no file: {missing}. Check the spelling, or remove them "
+            f"from `files`. Received: files={files!r}."
+        )
+    return list(dict.fromkeys(out))
+
+
+def clean_lines(lines):
+    """Drops invalid UTF-8 bytes and strips whitespace from a string tensor of lines.
+
+    Returns:
+        (cleaned lines, bool tensor: the line had invalid UTF-8).
+    """
+    fixed = tf.strings.unicode_transcode(lines, "UTF-8", "UTF-8", errors="ignore")
+    return tf.strings.strip(fixed), tf.not_equal(fixed, lines)
+
+
+def _file_documents(path):
+    """Documents of one file: each element a 1-D string tensor of its non-blank lines."""
+    # A trailing blank line flushes the file's last document.
+    lines = tf.data.TextLineDataset(path).concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
+
+    def step(state, line):
+        cleaned, bad = clean_lines(line)
+        blank = tf.equal(cleaned, "")
+        acc, bad_count = state
+        out = (acc, bad_count + tf.cast(bad, tf.int32), blank & (tf.size(acc) > 0))
+        new_acc = tf.cond(blank, lambda: tf.zeros([0], tf.string), lambda: tf.concat([acc, [cleaned]], 0))
+        new_bad = tf.where(blank, 0, bad_count + tf.cast(bad, tf.int32))
+        return (new_acc, new_bad), out
+
+    init = (tf.zeros([0], tf.string), tf.constant(0, tf.int32))
+    docs = lines.scan(init, step)
+    return docs.filter(lambda doc, bad, done: done).map(lambda doc, bad, done: (doc, bad))
+
+
+def documents_dataset(files):
+    """Streams documents from text files in the original pretraining input format.
+
+    Files are read in sorted order, one after another; a document never spans files.
+    Lines are stripped and invalid UTF-8 bytes dropped (counted).
+
+    Args:
+        files: str or list of str. Paths or globs (see `resolve_files`).
+
+    Returns:
+        `tf.data.Dataset` of `(lines, invalid_utf8_lines)`: a 1-D string tensor of the
+        document's non-blank lines and an int32 count of lines that held invalid UTF-8.
+
+    Examples:
+    >>> docs = keras_bert_zoo.data.documents.documents_dataset("corpus/*.txt")
+    """
+    paths = resolve_files(files)
+    return tf.data.Dataset.from_tensor_slices(paths).flat_map(_file_documents)
+
+
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def split_sentences(text):
+    """Splits a paragraph into sentences (a simple rule, for corpora without line breaks).
+
+    Breaks after `.`, `!` or `?` (and closing quotes/brackets) followed by whitespace and
+    an upper-case letter or digit. Common abbreviations (`Mr.`, `e.g.`) are not special:
+    use a real sentence splitter (e.g. NLTK punkt) when that matters.
+
+    Args:
+        text: str.
+
+    Returns:
+        list of str, stripped and non-empty.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"`text` must be a str. Received: type {type(text).__name__}.")
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def write_documents(documents, path, sentence_splitter=split_sentences):
+    """Writes paragraphs/documents in the input format (one sentence per line).
+
+    Args:
+        documents: iterable of str (one document each).
+        path: str. Output text file (written atomically).
+        sentence_splitter: callable str -> list of str. Defaults to `split_sentences`.
+
+    Returns:
+        int: number of documents written.
+    """
+    tmp, count = f"{path}.tmp{os.getpid()}", 0
+    with open(tmp, "w", encoding="utf-8") as f:
+        for doc in documents:
+            sentences = sentence_splitter(doc)
+            if sentences:
+                f.write("\n".join(sentences) + "\n\n")
+                count += 1
+    os.replace(tmp, path)
+    return count

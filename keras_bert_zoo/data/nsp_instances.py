@@ -1,0 +1,169 @@
+"""Next-sentence instances from a window of tokenized documents, in-graph and stateless.
+
+Follows the original `create_instances_from_document` step by step, vectorised over the
+documents of a window (one `tf.while_loop` step advances every document by one segment).
+An instance is four token offsets into the window's flat token array (A and B are each
+contiguous), so nothing is copied until the final `[CLS] A [SEP] B [SEP]` gather.
+"""
+
+import tensorflow as tf
+
+STAT_KEYS = (
+    "documents", "single_segment_documents", "segments", "long_segments", "tokens", "unknown_tokens",
+    "short_target_documents", "instances", "random_next", "same_document_fallbacks", "truncated",
+)
+
+
+def _randint(u, low, high):
+    """Maps uniforms in [0, 1) to ints in [low, high] (both inclusive, like `random.randint`)."""
+    span = tf.cast(high - low + 1, tf.float32)
+    return low + tf.minimum(tf.cast(tf.floor(u * span), tf.int32), high - low)
+
+
+def _loop_step(t, i, chunk_start, cur_len, c):
+    """Advances every document by one segment; returns the new state and the emissions."""
+    nseg, starts, seg_splits, target, d = c["nseg"], c["doc_starts"], c["seg_splits"], c["target"], c["d"]
+    last = tf.shape(seg_splits)[0] - 1
+
+    def take(idx):  # inactive documents may point past the end; their values are unused
+        return tf.gather(seg_splits, tf.clip_by_value(idx, 0, last))
+
+    active = i < nseg
+    g = starts + tf.minimum(i, nseg - 1)  # global index of the current segment
+    cur_len = cur_len + tf.where(active, take(g + 1) - take(g), 0)
+    emit = active & ((i == nseg - 1) | (cur_len >= target))
+    n = i - chunk_start + 1  # segments in the chunk
+    u = tf.random.stateless_uniform([d, 14], tf.random.experimental.stateless_fold_in(c["seed"], t))
+    a_end = tf.where(n >= 2, _randint(u[:, 0], 1, n - 1), 1)
+    is_random = (n == 1) | (u[:, 1] < 0.5)
+    a_s = take(starts + chunk_start)
+    a_e = take(starts + chunk_start + a_end)
+    # Random next: 10 tries to draw another document (the last draw stands otherwise).
+    tries = _randint(u[:, 2:12], 0, d - 1)  # (docs, 10)
+    ok = tries != tf.range(d)[:, None]
+    any_ok = tf.reduce_any(ok, axis=1)
+    r = tf.where(any_ok, tf.gather(tries, tf.argmax(ok, axis=1, output_type=tf.int32), batch_dims=1), tries[:, 9])
+    rg = tf.gather(starts, r) + _randint(u[:, 12], 0, tf.gather(nseg, r) - 1)
+    b_s_rand = take(rg)
+    # Segments are added from the random start until B reaches target - len(A).
+    want = b_s_rand + tf.gather(target, tf.range(d)) - (a_e - a_s)
+    j = tf.searchsorted(seg_splits, want, side="left")
+    j = tf.clip_by_value(j, rg + 1, tf.gather(starts + nseg, r))
+    b_s = tf.where(is_random, b_s_rand, a_e)
+    b_e = tf.where(is_random, take(j), take(g + 1))
+    i_next = tf.where(emit & is_random, i - (n - a_end), i)  # put the unused segments back
+    record = tf.stack(
+        [a_s, a_e, b_s, b_e, tf.cast(is_random, tf.int32), tf.cast(is_random & ~any_ok, tf.int32), tf.cast(emit, tf.int32)],
+        axis=1,
+    )
+    chunk_start = tf.where(emit, i_next + 1, chunk_start)
+    cur_len = tf.where(emit, 0, cur_len)
+    i = tf.where(active, i_next + 1, i)
+    return i, chunk_start, cur_len, record
+
+
+def _pair_offsets(docs, seed, max_num_tokens, short_seq_prob):
+    """Runs the chunking loop; returns (records (N, 6), short-target flags per document)."""
+    seg_splits = docs.values.row_splits  # token offsets of segments
+    doc_splits = docs.row_splits  # segment offsets of documents
+    d = tf.shape(doc_splits)[0] - 1
+    nseg = doc_splits[1:] - doc_splits[:-1]
+    u = tf.random.stateless_uniform([d, 2], tf.random.experimental.stateless_fold_in(seed, 0))
+    short = u[:, 0] < short_seq_prob
+    # The original draws the target length once per document.
+    target = tf.where(short, _randint(u[:, 1], 2, max_num_tokens), max_num_tokens)
+    consts = dict(nseg=nseg, doc_starts=doc_splits[:-1], seg_splits=seg_splits, target=target, d=d,
+                  seed=tf.random.experimental.stateless_fold_in(seed, 1))
+
+    def body(t, i, chunk_start, cur_len, ta):
+        i, chunk_start, cur_len, record = _loop_step(t, i, chunk_start, cur_len, consts)
+        return t + 1, i, chunk_start, cur_len, ta.write(t, record)
+
+    zeros = tf.zeros([d], tf.int32)
+    ta = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[None, 7])
+    _, _, _, _, ta = tf.while_loop(
+        lambda t, i, *_: tf.reduce_any(i < nseg), body, (tf.constant(0), zeros, zeros, zeros, ta)
+    )
+    records = tf.reshape(ta.stack(), [-1, 7])
+    return tf.boolean_mask(records[:, :6], records[:, 6] > 0), short
+
+
+def _truncate(a_s, a_e, b_s, b_e, max_num_tokens, seed):
+    """`truncate_seq_pair` in closed form: which side loses how many tokens is fixed by the
+    lengths (the longer, B on ties); each removal is from the front or back with p=0.5."""
+    la, lb = a_e - a_s, b_e - b_s
+    excess = tf.maximum(0, la + lb - max_num_tokens)
+    to_longer = tf.minimum(excess, tf.abs(la - lb))
+    rest = excess - to_longer
+    ra = tf.where(la > lb, to_longer, 0) + rest // 2
+    rb = tf.where(la > lb, 0, to_longer) + rest - rest // 2
+    seeds = tf.random.experimental.stateless_split(seed, 2)
+    n = tf.shape(la)
+    front_a = tf.random.stateless_binomial(n, seeds[0], tf.cast(ra, tf.float32), 0.5, output_dtype=tf.int32)
+    front_b = tf.random.stateless_binomial(n, seeds[1], tf.cast(rb, tf.float32), 0.5, output_dtype=tf.int32)
+    return a_s + front_a, a_e - (ra - front_a), b_s + front_b, b_e - (rb - front_b), excess > 0
+
+
+def _assemble(flat, a_s, a_e, b_s, b_e, sequence_length, cls_id, sep_id):
+    """Dense `[CLS] A [SEP] B [SEP]` (N, S) token ids, segment ids and padding mask."""
+    la, lb = (a_e - a_s)[:, None], (b_e - b_s)[:, None]
+    p = tf.range(sequence_length)[None]
+    in_a = (p >= 1) & (p <= la)
+    in_b = (p >= la + 2) & (p <= la + lb + 1)
+    src = tf.where(in_a, a_s[:, None] + p - 1, tf.where(in_b, b_s[:, None] + p - la - 2, 0))
+    ids = tf.gather(flat, src)
+    ids = tf.where(in_a | in_b, ids, 0)
+    ids = tf.where(p == 0, cls_id, ids)
+    ids = tf.where((p == la + 1) | (p == la + lb + 2), sep_id, ids)
+    mask = tf.cast(p <= la + lb + 2, tf.int32)
+    segments = tf.cast((p >= la + 2) & (p <= la + lb + 2), tf.int32)
+    return ids, segments, mask
+
+
+def build_instances(docs, seed, sequence_length, short_seq_prob, special_ids):
+    """Builds NSP instances from a window of tokenized documents.
+
+    Deviation from the original: the random next document is drawn from the same window
+    (not the whole corpus), and instances are shuffled within the window.
+
+    Args:
+        docs: int32 `tf.RaggedTensor` `(docs, segments, tokens)`; no empty segment or document.
+        seed: int32 tensor `(2,)`.
+        sequence_length: int. `max_seq_length`.
+        short_seq_prob: float.
+        special_ids: dict with `cls`, `sep`, `unk` ids.
+
+    Returns:
+        (features, stats): features `token_ids`, `segment_ids`, `padding_mask` (N, S) and
+        `nsp_labels` (N,) int32 (1 = random next); stats a dict of int64 counts (`STAT_KEYS`)
+        plus `length_histogram` (S + 1,) of real lengths.
+    """
+    docs = docs.with_row_splits_dtype(tf.int32)
+    max_num_tokens = sequence_length - 3
+    seeds = tf.random.experimental.stateless_split(seed, 3)
+    records, short = _pair_offsets(docs, seeds[0], max_num_tokens, short_seq_prob)
+    perm = tf.argsort(tf.random.stateless_uniform(tf.shape(records)[:1], seeds[1]))
+    records = tf.gather(records, perm)
+    a_s, a_e, b_s, b_e, truncated = _truncate(*tf.unstack(records[:, :4], axis=1), max_num_tokens, seeds[2])
+    flat = docs.flat_values
+    ids, segments, mask = _assemble(flat, a_s, a_e, b_s, b_e, sequence_length, special_ids["cls"], special_ids["sep"])
+    features = {"token_ids": ids, "segment_ids": segments, "padding_mask": mask, "nsp_labels": records[:, 4]}
+    seg_lens = docs.values.row_lengths()
+    nseg = docs.row_lengths()
+    count = lambda x: tf.reduce_sum(tf.cast(x, tf.int64))  # noqa: E731
+    stats = {
+        "documents": count(tf.size(nseg)),
+        "single_segment_documents": count(nseg == 1),
+        "segments": count(tf.size(seg_lens)),
+        "long_segments": count(seg_lens > max_num_tokens),
+        "tokens": count(tf.size(flat)),
+        "unknown_tokens": count(flat == special_ids["unk"]),
+        "short_target_documents": count(short),
+        "instances": count(tf.shape(records)[0]),
+        "random_next": count(records[:, 4]),
+        "same_document_fallbacks": count(records[:, 5]),
+        "truncated": count(truncated),
+        "length_histogram": tf.math.bincount(tf.reduce_sum(mask, 1), minlength=sequence_length + 1,
+                                             maxlength=sequence_length + 1, dtype=tf.int64),
+    }
+    return features, stats
