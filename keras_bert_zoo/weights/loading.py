@@ -73,6 +73,10 @@ def _check_unexpected(tensors, targets, source):
 
 def _load(targets, preset):
     tensors, source = read_preset_tensors(preset)
+    return _assign(targets, tensors, source)
+
+
+def _assign(targets, tensors, source):
     _check_unexpected(tensors, targets, source)
     mapping.assign_tensors(targets, tensors, source)
     unused = _report_unused(tensors, targets, source)
@@ -108,18 +112,43 @@ def pretrainer_targets(pretrainer):
     return targets
 
 
-def load_pretrainer_weights(pretrainer, preset):
+def _drop_absent_heads(targets, tensors, source, missing_heads):
+    """Removes heads that the checkpoint lacks entirely (e.g. a bare `BertModel`)."""
+    absent = []
+    for head in ("mlm", "nsp"):
+        names = [n for n in targets if mapping.head_of(n) == head]
+        if names and not any(n in tensors for n in names):
+            absent.append(head)
+            for name in names:
+                del targets[name]
+    if absent and missing_heads == "error":
+        raise ValueError(f"The checkpoint {source} has no {' and no '.join(absent)} head weights.")
+    if absent:
+        logger.warning("The checkpoint %s has no %s head: left randomly initialised.", source, "/".join(absent))
+    return targets
+
+
+def load_pretrainer_weights(pretrainer, preset, missing_heads="warn"):
     """Loads backbone, MLM head (transform, LayerNorm, output bias) and NSP head weights.
+
+    A head is loaded whole or not at all: a head partly present in the checkpoint
+    is an error naming the missing tensors.
 
     Args:
         pretrainer: `keras_bert_zoo.models.bert_pretrainer.BertPretrainer` (anything with
             `.backbone`, `.mlm_head` and optional `.nsp_head`).
         preset: str or dict. Registry name, entry dict or local path.
+        missing_heads: str. A head the checkpoint lacks entirely (a bare `BertModel`
+            save): `"warn"` (one log line, head left random; default) or `"error"`.
 
     Returns:
         dict as `load_backbone_weights`.
     """
-    return _load(pretrainer_targets(pretrainer), preset)
+    if missing_heads not in ("warn", "error"):
+        raise ValueError(f"`missing_heads` must be 'warn' or 'error'. Received: missing_heads={missing_heads!r}.")
+    tensors, source = read_preset_tensors(preset)
+    targets = _drop_absent_heads(pretrainer_targets(pretrainer), tensors, source, missing_heads)
+    return _assign(targets, tensors, source)
 
 
 def get_head_tensors(preset, head):
