@@ -1,6 +1,8 @@
 """keras_bert_zoo.text: the original BERT tokenization, in-graph, plus packing."""
 
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
+from keras_bert_zoo.text.preprocessors import BertPreprocessor
+from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.vocabulary import (
     SPECIAL_TOKENS,
     load_vocabulary,
@@ -10,7 +12,9 @@ from keras_bert_zoo.text.vocabulary import (
 
 __all__ = [
     "SPECIAL_TOKENS",
+    "BertPreprocessor",
     "BertTokenizer",
+    "SegmentPacker",
     "load_vocabulary",
     "save_vocabulary",
     "validate_vocabulary",

@@ -1,0 +1,156 @@
+"""`BertPreprocessor`: raw strings (or pairs) -> the backbone's inputs, in-graph."""
+
+import os
+import warnings
+
+import keras
+
+from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
+from keras_bert_zoo.text.segment_packer import TRUNCATE, SegmentPacker
+from keras_bert_zoo.text.vocabulary import load_vocabulary
+
+
+def preset_lowercase(preset, tokens=None):
+    """Whether a preset's vocabulary is uncased.
+
+    Registry entries say so (`lowercase`); for a local path the name decides as in the
+    original `validate_case_matches_checkpoint` ("uncased"/"cased" in it), else the
+    vocabulary does (no upper-case token: uncased).
+    """
+    from keras_bert_zoo import presets
+
+    if not presets.is_local_preset(preset):
+        entry = presets.get_preset(preset)
+        if "lowercase" in entry:
+            return bool(entry["lowercase"])
+    name = os.path.basename(os.path.normpath(os.fspath(preset))).lower()
+    if "uncased" in name:
+        return True
+    if "cased" in name:
+        return False
+    if tokens is not None:
+        return not any(c.isupper() for t in tokens if not t.startswith("[") for c in t)
+    return True
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class BertPreprocessor(keras.layers.Layer):
+    """Tokenizes and packs a string, or a pair of strings, into backbone inputs.
+
+    Args:
+        tokenizer: `keras_bert_zoo.text.BertTokenizer`.
+        sequence_length: int or None. Output length; None pads to the longest row.
+            Defaults to 512.
+        truncate: str. "longest_first" (the original fine-tuning rule), "round_robin"
+            or "waterfall", see `SegmentPacker`. Defaults to "longest_first".
+
+    Call arguments:
+        x: a string, a batch of strings, or a tuple `(text_a, text_b)` (or more) of them.
+        y: optional labels, passed through.
+        sample_weight: optional weights, passed through.
+
+    Returns:
+        dict of int32 `token_ids`, `segment_ids`, `padding_mask` (batch, length); with
+        `y`/`sample_weight` the tuple `(x, y[, sample_weight])`, so the layer maps over
+        a `tf.data.Dataset` of `((text_a, text_b), label)`.
+
+    Examples:
+    >>> preprocessor = keras_bert_zoo.text.BertPreprocessor.from_preset(
+    ...     "bert_base_en_uncased", sequence_length=128)
+    >>> x = preprocessor(("A man is eating.", "Someone eats."))
+    """
+
+    def __init__(self, tokenizer, sequence_length=512, truncate="longest_first", **kwargs):
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        if not isinstance(tokenizer, BertTokenizer):
+            raise ValueError(
+                "`tokenizer` must be a keras_bert_zoo.text.BertTokenizer. "
+                f"Received: tokenizer of type {type(tokenizer).__name__}."
+            )
+        if truncate not in TRUNCATE:
+            raise ValueError(f"`truncate` must be one of {TRUNCATE}. Received: truncate={truncate!r}.")
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.truncate = truncate
+        self._packer = None
+        if tokenizer._tokens is not None:
+            self._build_packer()
+
+    def _build_packer(self):
+        self._packer = SegmentPacker(
+            self.sequence_length,
+            start_value=self.tokenizer.cls_token_id,
+            end_value=self.tokenizer.sep_token_id,
+            pad_value=self.tokenizer.pad_token_id,
+            truncate=self.truncate,
+            dtype="int32",
+        )
+
+    def call(self, x, y=None, sample_weight=None):
+        if self._packer is None:  # the tokenizer got its vocabulary after construction
+            self._build_packer()
+        segments = _as_segments(x)
+        ids = tuple(self.tokenizer.tokenize(s) for s in segments)
+        outputs = self._packer(ids)
+        return keras.utils.pack_x_y_sample_weight(outputs, y, sample_weight)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
+                "sequence_length": self.sequence_length,
+                "truncate": self.truncate,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, sequence_length=512, truncate="longest_first", lowercase=None, **kwargs):
+        """Builds the preprocessor with the preset's vocabulary and casing.
+
+        Args:
+            preset: str. A registry name/alias or a local checkpoint directory or zip.
+            sequence_length: int or None. Defaults to 512.
+            truncate: str. See the class. Defaults to "longest_first".
+            lowercase: bool or None. None uses the preset's casing; a value that
+                contradicts it warns, as the original `validate_case_matches_checkpoint`.
+            **kwargs: more `BertTokenizer` arguments (`strip_accents`, `errors`, ...).
+        """
+        try:
+            from keras_bert_zoo.weights.loading import get_preset_vocabulary
+        except ImportError as e:  # pragma: no cover - the weights package is part of the library
+            raise ValueError(
+                f"Cannot resolve the vocabulary of preset {preset!r}: keras_bert_zoo.weights is "
+                f"unavailable ({e}). Build BertTokenizer(vocabulary=...) yourself."
+            ) from e
+        tokens = load_vocabulary(get_preset_vocabulary(preset))
+        expected = preset_lowercase(preset, tokens)
+        if lowercase is not None and bool(lowercase) != expected:
+            warnings.warn(
+                f"lowercase={lowercase} but the preset {preset!r} is "
+                f"{'uncased' if expected else 'cased'}: its checkpoint was trained with "
+                f"lowercase={expected}. Tokens will not match the checkpoint's.",
+                stacklevel=2,
+            )
+        lowercase = expected if lowercase is None else bool(lowercase)
+        tokenizer = BertTokenizer(tokens, lowercase=lowercase, **kwargs)
+        return cls(tokenizer, sequence_length=sequence_length, truncate=truncate)
+
+
+def _as_segments(x):
+    """A tuple is segments; a list of pairs is transposed to segments; else one segment."""
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list) and x and all(isinstance(item, (tuple, list)) for item in x):
+        return tuple(list(column) for column in zip(*x))
+    return (x,)

@@ -1,0 +1,177 @@
+"""`SegmentPacker`: one to N id segments -> `[CLS] A [SEP] B [SEP] ...` backbone inputs."""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+TRUNCATE = ("longest_first", "round_robin", "waterfall")
+
+
+def _to_ragged(segment):
+    """A list, dense tensor or ragged tensor of ids -> int32 ragged (batch, None) + scalar flag."""
+    if isinstance(segment, tf.RaggedTensor):
+        return tf.cast(segment, tf.int32), False
+    if not isinstance(segment, tf.Tensor):
+        segment = tf.ragged.constant(segment) if _is_nested_list(segment) else tf.convert_to_tensor(segment)
+        if isinstance(segment, tf.RaggedTensor):
+            return tf.cast(segment, tf.int32), False
+    segment = tf.cast(segment, tf.int32)
+    if segment.shape.rank == 1:  # one unbatched sequence
+        return tf.RaggedTensor.from_tensor(segment[tf.newaxis]), True
+    if segment.shape.rank == 2:
+        return tf.RaggedTensor.from_tensor(segment), False
+    raise ValueError(
+        "Each segment must be 1-D (one sequence) or 2-D/ragged (batch, None) ids. "
+        f"Received: shape={segment.shape}."
+    )
+
+
+def _is_nested_list(value):
+    return isinstance(value, (list, tuple)) and len(value) > 0 and isinstance(value[0], (list, tuple))
+
+
+def water_level_lengths(lengths, budget):
+    """Lengths after `longest_first`/`round_robin` truncation to `budget` tokens in total.
+
+    The original's fine-tuning rule pops from the end of the longer segment (the later
+    one on ties) until the pair fits. Its result is a water level `t`: every segment keeps
+    `min(length, t)`, and the `r` tokens left over go to the earliest segments still
+    longer than `t`. Round-robin allocation (one token per segment in turn, first
+    segment first) ends in the same lengths, so both names share this function.
+
+    Args:
+        lengths: int32 (batch, segments).
+        budget: int32 scalar or (batch,), tokens allowed in total.
+
+    Returns:
+        int32 (batch, segments).
+    """
+    budget = tf.broadcast_to(tf.cast(budget, tf.int32), tf.shape(lengths)[:1])  # (batch,)
+    max_len = tf.reduce_max(tf.concat([tf.reshape(lengths, [-1]), [0]], 0))
+    levels = tf.range(max_len + 1)  # (levels,)
+    capped = tf.minimum(lengths[:, tf.newaxis, :], levels[tf.newaxis, :, tf.newaxis])  # (batch, levels, segs)
+    fits = tf.reduce_sum(capped, axis=-1) <= budget[:, tf.newaxis]  # (batch, levels)
+    # Sums grow with the level, so the highest level that fits is the count of fits - 1.
+    level = tf.reduce_sum(tf.cast(fits, tf.int32), axis=1) - 1  # (batch,)
+    kept = tf.minimum(lengths, level[:, tf.newaxis])
+    left = budget - tf.reduce_sum(kept, axis=1)  # (batch,)
+    longer = tf.cast(lengths > level[:, tf.newaxis], tf.int32)
+    rank = tf.cumsum(longer, axis=1, exclusive=True)  # order among segments still longer
+    extra = longer * tf.cast(rank < left[:, tf.newaxis], tf.int32)
+    return kept + extra
+
+
+def waterfall_lengths(lengths, budget):
+    """Lengths after `waterfall` truncation: earlier segments keep all they can."""
+    budget = tf.cast(budget, tf.int32)
+    before = tf.cumsum(lengths, axis=1, exclusive=True)
+    return tf.clip_by_value(budget - before, 0, lengths)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class SegmentPacker(keras.layers.Layer):
+    """Packs id segments into `[CLS] A [SEP] B [SEP] ...` with segment ids and a mask.
+
+    Args:
+        sequence_length: int or None. Output length (truncate and pad to it); None pads
+            to the longest packed row of the batch and truncates nothing.
+        start_value: int. The `[CLS]` id.
+        end_value: int. The `[SEP]` id closing every segment.
+        pad_value: int. The `[PAD]` id. Defaults to 0.
+        truncate: str. "longest_first" (the original fine-tuning rule: pop from the end
+            of the longer segment), "round_robin" (one token per segment in turn; the
+            same lengths as "longest_first") or "waterfall" (earlier segments first).
+            Defaults to "longest_first".
+
+    Call arguments:
+        inputs: one segment of ids (list, tensor or ragged; 1-D for one sequence or
+            (batch, None)) or a tuple of such segments.
+
+    Returns:
+        dict of int32 `token_ids`, `segment_ids`, `padding_mask`, (batch, length) or
+        (length,) for 1-D inputs.
+
+    Examples:
+    >>> packer = keras_bert_zoo.text.SegmentPacker(8, start_value=101, end_value=102)
+    >>> packer(([[7, 8, 9]], [[4, 5]]))["token_ids"]
+    [[101, 7, 8, 9, 102, 4, 5, 102]]
+    """
+
+    def __init__(self, sequence_length, start_value, end_value, pad_value=0, truncate="longest_first", **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        if sequence_length is not None and (not isinstance(sequence_length, int) or sequence_length < 2):
+            raise ValueError(
+                "`sequence_length` must be an int >= 2 (room for [CLS] and [SEP]) or None. "
+                f"Received: sequence_length={sequence_length!r}."
+            )
+        if truncate not in TRUNCATE:
+            raise ValueError(f"`truncate` must be one of {TRUNCATE}. Received: truncate={truncate!r}.")
+        for name, value in (("start_value", start_value), ("end_value", end_value), ("pad_value", pad_value)):
+            if not isinstance(value, int):
+                raise ValueError(f"`{name}` must be an int token id. Received: {name}={value!r}.")
+        self.sequence_length = sequence_length
+        self.start_value = start_value
+        self.end_value = end_value
+        self.pad_value = pad_value
+        self.truncate = truncate
+
+    def _truncate(self, segments):
+        if self.sequence_length is None:
+            return segments
+        lengths = tf.stack([s.row_lengths() for s in segments], axis=1)  # (batch, segs)
+        lengths = tf.cast(lengths, tf.int32)
+        budget = self.sequence_length - 1 - len(segments)  # [CLS] + one [SEP] per segment
+        if budget < 0:
+            raise ValueError(
+                f"`sequence_length`={self.sequence_length} leaves no room for {len(segments)} "
+                "segments and their [CLS]/[SEP] tokens. Increase it."
+            )
+        if self.truncate == "waterfall":
+            keep = waterfall_lengths(lengths, budget)
+        else:
+            keep = water_level_lengths(lengths, budget)
+        out = []
+        for i, segment in enumerate(segments):
+            positions = tf.ragged.range(segment.row_lengths())  # (batch, None)
+            mask = positions < tf.cast(keep[:, i : i + 1], positions.dtype)
+            out.append(tf.ragged.boolean_mask(segment, mask))
+        return out
+
+    def call(self, inputs):
+        # A tuple holds segments; anything else (tensor, ragged, list) is one segment.
+        if not isinstance(inputs, tuple):
+            inputs = (inputs,)
+        if not inputs:
+            raise ValueError("`inputs` must hold at least one segment. Received: an empty tuple.")
+        converted = [_to_ragged(s) for s in inputs]
+        segments = [c[0] for c in converted]
+        scalar = converted[0][1]
+        segments = self._truncate(segments)
+        token_ids, segment_ids = tf_text.combine_segments(segments, self.start_value, self.end_value)
+        shape = [None, self.sequence_length]
+        outputs = {
+            "token_ids": token_ids.to_tensor(default_value=self.pad_value, shape=shape),
+            "segment_ids": tf.cast(segment_ids, tf.int32).to_tensor(default_value=0, shape=shape),
+            "padding_mask": tf.ones_like(token_ids).to_tensor(default_value=0, shape=shape),
+        }
+        outputs = {k: tf.cast(v, tf.int32) for k, v in outputs.items()}
+        if scalar:
+            outputs = {k: v[0] for k, v in outputs.items()}
+        return outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "sequence_length": self.sequence_length,
+                "start_value": self.start_value,
+                "end_value": self.end_value,
+                "pad_value": self.pad_value,
+                "truncate": self.truncate,
+            }
+        )
+        return config
