@@ -135,10 +135,19 @@ class HeldoutEvaluation(keras.callbacks.Callback):
     def _log(self, record):
         if self._writer is None:
             return
-        import tensorflow as tf
-
         with self._writer.as_default(step=record["step"]):
-            tf.summary.scalar("train/loss", record["loss"])
-            tf.summary.scalar("heldout/mlm_accuracy", record["mlm_accuracy"])
-            tf.summary.scalar("heldout/nsp_accuracy", record["nsp_accuracy"])
+            write_scalar("train/loss", record["loss"], record["step"])
+            write_scalar("heldout/mlm_accuracy", record["mlm_accuracy"], record["step"])
+            write_scalar("heldout/nsp_accuracy", record["nsp_accuracy"], record["step"])
         self._writer.flush()
+
+
+def write_scalar(tag, value, step):
+    """A TensorBoard scalar through core TF only (`tf.summary.scalar` needs the
+    `tensorboard` package installed just to write; viewing the logs still needs it)."""
+    import tensorflow as tf
+    from tensorflow.core.framework import summary_pb2
+
+    metadata = summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+    return tf.summary.write(tag, tf.constant(value, tf.float32), step=step, metadata=metadata)
