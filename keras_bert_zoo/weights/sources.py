@@ -137,6 +137,8 @@ def _verified_archive(entry, root):
     """Returns the path of the entry's verified archive, downloading it if needed."""
     weights = entry["weights"]
     url = weights["url"]
+    # Created up front so that a user told to place the file here (offline) can.
+    os.makedirs(root, exist_ok=True)
     archive = os.path.join(root, os.path.basename(urllib.parse.urlparse(url).path) or "weights.zip")
     record_path = os.path.join(root, DOWNLOAD_RECORD)
     record = files.read_json(record_path) if os.path.isfile(record_path) else {}
