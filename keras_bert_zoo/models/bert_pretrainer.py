@@ -81,7 +81,8 @@ class BertPretrainer(Task):
 
     def __init__(self, backbone, nsp=True, objective="mlm", preprocessor=None, **kwargs):
         _check_arguments(backbone, nsp, objective)
-        policy = backbone.dtype_policy
+        # A functional model drops its `dtype` argument; the backbone's layers keep theirs.
+        policy = getattr(backbone, "embeddings", backbone).dtype_policy
         mlm_head = MaskedLMHead(
             backbone.token_embedding, activation=backbone.activation, dtype=policy, name="mlm_head"
         )
@@ -104,8 +105,10 @@ class BertPretrainer(Task):
             outputs["lm_logits"] = mlm_head(backbone_outputs["sequence_output"])
         if nsp:
             outputs["nsp_logits"] = nsp_head(backbone_outputs["pooled_output"])
-        kwargs.setdefault("dtype", policy)
+        kwargs.pop("dtype", None)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # `compile()` reads the model's policy to add loss scaling under mixed_float16.
+        self._dtype_policy = policy
         # === Config ===
         self.backbone = backbone
         self.nsp = bool(nsp)
