@@ -65,7 +65,7 @@ def validate_checkpoint(prefix):
             if dtype == tf.variant:
                 continue  # Not readable by the Python reader; restored below by TF.
             reader.get_tensor(key)
-    except (tf.errors.OpError, ValueError, OSError) as error:
+    except (tf.errors.OpError, ValueError, OSError, IndexError, RuntimeError) as error:
         data_files = sorted(tf.io.gfile.glob(prefix + ".data-*")) or [prefix + ".data-*"]
         raise CheckpointCorruptError(
             f"Checkpoint {prefix!r} is damaged (files: {index_file}, {', '.join(data_files)}): "
@@ -109,7 +109,7 @@ class TrainingCheckpoint:
             raise ValueError("`optimizer` is None and the model is not compiled. Compile it first.")
         if not optimizer.built:
             optimizer.build(model.trainable_variables)
-        self.directory = os.fspath(directory)
+        self.directory = os.path.abspath(os.fspath(directory))
         self.fallback = bool(fallback)
         self.is_chief = bool(is_chief)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
@@ -173,7 +173,7 @@ class TrainingCheckpoint:
                 logger.warning("%s Falling back to the previous checkpoint.", error)
                 errors.append(str(error))
                 continue
-            self.checkpoint.restore(prefix).assert_existing_objects_matched()
+            self.checkpoint.restore(prefix).assert_existing_objects_matched().expect_partial()
             logger.info("Restored %s at step %d.", prefix, int(self.step.numpy()))
             return int(self.step.numpy())
         if errors:

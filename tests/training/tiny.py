@@ -49,6 +49,8 @@ def synthetic_batch_fn(seed=7):
 def synthetic_dataset(batch_size, seed=7, with_ids=False, shard=(0, 1)):
     """An endless, seeded, shuffled dataset of shared-contract batches (stateless ops only)."""
     ds = tf.data.Dataset.range(10**9).shard(shard[1], shard[0])
+    # A seeded shuffle: its buffer is part of the iterator state a checkpoint saves.
+    ds = ds.shuffle(32, seed=seed)
     ds = ds.map(synthetic_batch_fn(seed))
     if not with_ids:
         ds = ds.map(lambda x, y, i: (x, y))

@@ -1,0 +1,149 @@
+"""R1–R4 of RELIABILITY.md: kill -9 and resume, no replay/skip, kill during save, corrupt newest checkpoint.
+
+Each run is a subprocess (tests/training/run_tiny_pretraining.py) of the tiny
+pretrainer under mixed_float16 (so the loss-scale state is part of what must match),
+dropout 0.1, a seeded shuffled dataset, checkpoints every 3 steps, 8 steps in all.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_zoo.training.checkpoints import CheckpointCorruptError, TrainingCheckpoint
+from keras_bert_zoo.training.pretraining_loop import fit_resumable
+from tests.training import tiny
+
+HELPER = os.path.join(os.path.dirname(__file__), "run_tiny_pretraining.py")
+STEPS = 8
+
+
+def run_helper(directory, *extra, check=True):
+    """Runs the helper; returns the CompletedProcess."""
+    base = os.path.dirname(directory.rstrip("/"))
+    name = os.path.basename(directory.rstrip("/"))
+    cmd = [sys.executable, HELPER, "--dir", directory, "--steps", str(STEPS), "--save-every", "3",
+           "--dtype", "mixed_float16", "--out", os.path.join(base, name + ".npz"),
+           "--ids-log", os.path.join(base, name + ".ids"), *extra]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def load_ids(path):
+    """Step → ids, the last record of each step winning (a resumed run redoes steps)."""
+    records = [json.loads(line) for line in open(path)]
+    return records, {r["step"]: r["ids"] for r in records}
+
+
+def assert_same_state(a_path, b_path):
+    a, b = np.load(a_path), np.load(b_path)
+    assert sorted(a.files) == sorted(b.files)
+    differing = [k for k in a.files if not np.array_equal(a[k], b[k])]
+    assert not differing, f"{len(differing)} of {len(a.files)} arrays differ: {differing[:10]}"
+    assert int(a["step"]) == STEPS
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted run of STEPS steps."""
+    root = str(tmp_path_factory.mktemp("reference"))
+    run_helper(os.path.join(root, "ref"))
+    return root
+
+
+@pytest.mark.slow
+def test_r1_r2_kill_and_resume_is_bitwise_equal(reference, tmp_path):
+    directory = str(tmp_path / "run")
+    killed = run_helper(directory, "--kill-at-step", "5", check=False)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    resumed = run_helper(directory, "--kill-at-step", "5")
+    assert "done 8 3" in resumed.stdout  # resumed from the step-3 checkpoint
+    # R1: weights, optimizer slots and iterations, loss scale, seed states, step.
+    assert_same_state(os.path.join(reference, "ref.npz"), str(tmp_path / "run.npz"))
+    # R2: every step trained on exactly the reference's examples; nothing skipped.
+    records, by_step = load_ids(str(tmp_path / "run.ids"))
+    _, ref_by_step = load_ids(os.path.join(reference, "ref.ids"))
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 4, 5, 6, 7, 8]
+    assert by_step == ref_by_step
+    flat = [i for s in sorted(by_step) for i in by_step[s]]
+    assert len(flat) == len(set(flat)) == STEPS * 8  # no example twice in the run
+
+
+@pytest.mark.slow
+def test_r3_kill_during_save(reference, tmp_path):
+    directory = str(tmp_path / "run")
+    killed = run_helper(directory, "--kill-in-save-at", "6", check=False)
+    assert killed.returncode == -9
+    # The data files of step 6 were written, but the state still names step 3 only.
+    assert tf.train.latest_checkpoint(directory).endswith("ckpt-3")
+    assert os.path.exists(os.path.join(directory, "ckpt-6.index"))
+    open(os.path.join(directory, "ckpt-7.data-00000-of-00001"), "w").write("partial")  # stray
+    run_helper(directory, "--kill-in-save-at", "6")
+    assert_same_state(os.path.join(reference, "ref.npz"), str(tmp_path / "run.npz"))
+    # The next save removed files no complete checkpoint names.
+    names = sorted(os.listdir(directory))
+    assert names == ["checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index",
+                     "ckpt-6.data-00000-of-00001", "ckpt-6.index",
+                     "ckpt-8.data-00000-of-00001", "ckpt-8.index"], names
+
+
+def _train_in_process(directory, steps):
+    model = tiny.make_pretrainer(dropout=0.0)
+
+    def dataset_fn(index, count, batch):
+        return tiny.synthetic_dataset(batch, shard=(index, count))
+
+    fit_resumable(model, dataset_fn, 4, steps, directory, save_every=2, verbose=0)
+    return model, dataset_fn
+
+
+def test_r4_truncated_newest_checkpoint_falls_back(tmp_path, caplog):
+    directory = str(tmp_path / "ckpt")
+    model, dataset_fn = _train_in_process(directory, 4)  # checkpoints at steps 2 and 4
+    data_file = os.path.join(directory, "ckpt-4.data-00000-of-00001")
+    size = os.path.getsize(data_file)
+    with open(data_file, "r+b") as f:
+        f.truncate(size // 2)
+    expected = tf.train.load_checkpoint(os.path.join(directory, "ckpt-2"))
+    fresh = tiny.make_pretrainer(seed=1, dropout=0.0)
+    before = [np.array(v) for v in fresh.trainable_weights]
+
+    # Fallback off: raises naming the file, and loads nothing.
+    strict = TrainingCheckpoint(directory, fresh, fallback=False)
+    with pytest.raises(CheckpointCorruptError, match="ckpt-4.data-00000-of-00001"):
+        strict.restore()
+    assert all(np.array_equal(b, np.array(v)) for b, v in zip(before, fresh.trainable_weights))
+    assert int(strict.step.numpy()) == 0
+
+    # Fallback on: warns naming the file and restores step 2 exactly.
+    checkpoint = TrainingCheckpoint(directory, fresh)
+    with caplog.at_level("WARNING"):
+        assert checkpoint.restore() == 2
+    assert "ckpt-4.data-00000-of-00001" in caplog.text
+    names = {n: n for n in expected.get_variable_to_shape_map()}
+    step_key = [n for n in names if n.startswith("step/")][0]
+    assert int(expected.get_tensor(step_key)) == 2
+    # Every restored weight equals the step-2 file (no value from the damaged step 4).
+    # (A variable is stored under the first path TF finds, not always under model/.)
+    dtypes = expected.get_variable_to_dtype_map()
+    saved = {np.asarray(expected.get_tensor(n)).tobytes() for n in names
+             if dtypes[n] != tf.variant}
+    for v in fresh.trainable_weights:
+        assert np.array(v).tobytes() in saved, v.path
+
+
+def test_r4_all_checkpoints_damaged_raises(tmp_path):
+    directory = str(tmp_path / "ckpt")
+    model, _ = _train_in_process(directory, 2)
+    for name in os.listdir(directory):
+        if name.endswith(".index"):
+            open(os.path.join(directory, name), "wb").write(b"garbage")
+    with pytest.raises(CheckpointCorruptError, match="No readable checkpoint.*ckpt-2.index"):
+        TrainingCheckpoint(directory, model).restore()
