@@ -42,6 +42,32 @@ def _warn_on_case_mismatch(tokens, lowercase):
         )
 
 
+def _matchable_tokens(tokens, max_chars_per_word):
+    """The vocabulary for the WordPiece op, ids unchanged.
+
+    The op refuses tokens over 256 UTF-8 bytes (without `##`). Tokens longer than
+    `max_chars_per_word` characters can never match (such words are [UNK]); both are
+    replaced by placeholders that no word can match (`[` is always split off as
+    punctuation). Tokens of <= 200 characters but > 256 bytes cannot be matched here
+    although the original could match them; Google's vocabularies have none, so warn.
+    """
+    out, unmatchable = [], []
+    for i, token in enumerate(tokens):
+        body = token[2:] if token.startswith("##") else token
+        if len(body.encode("utf-8")) > 256 or len(body) > max_chars_per_word:
+            if len(body) <= max_chars_per_word:
+                unmatchable.append(token)
+            token = f"[kbz_unmatchable_{i}]"
+        out.append(token)
+    if unmatchable:
+        warnings.warn(
+            f"{len(unmatchable)} vocabulary tokens exceed 256 UTF-8 bytes and will never be "
+            f"produced (first: {unmatchable[0][:40]!r}...).",
+            stacklevel=4,
+        )
+    return out
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
 class BertTokenizer(keras.layers.Layer):
     """The original BERT tokenizer (`FullTokenizer`), in-graph and id-for-id exact.
@@ -146,7 +172,7 @@ class BertTokenizer(keras.layers.Layer):
         self._max_word_bytes = 4 * self.max_chars_per_word
         self._long_word = "x" * (self._max_word_bytes + 1)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self._tokens,
+            vocab=_matchable_tokens(self._tokens, self.max_chars_per_word),
             suffix_indicator="##",
             max_bytes_per_word=self._max_word_bytes,
             token_out_type=tf.int32,
