@@ -122,3 +122,18 @@ def test_hf_writer_loads_in_transformers(tmp_path):
 def test_real_bert_pretrainer_class_is_used():
     pretrainer = lib.build_pretrainer(lib.fixture_dir("gelu"))
     assert isinstance(pretrainer, BertPretrainer) and isinstance(pretrainer.nsp_head, keras.layers.Dense)
+
+
+def test_backbone_only_preset_and_pretrainer_heads_missing(tmp_path, caplog):
+    exp = lib.expected("gelu")
+    backbone = lib.build_pretrainer(lib.fixture_dir("gelu")).backbone
+    target = str(tmp_path / "backbone_only")
+    loading.save_to_preset(backbone, target, vocabulary=["[PAD]", "[UNK]"])
+    assert json.load(open(os.path.join(target, "config.json")))["heads"] == []
+    assert open(os.path.join(target, "vocab.txt")).read() == "[PAD]\n[UNK]\n"
+    with caplog.at_level("WARNING", logger="keras_bert_zoo.weights"):
+        pretrainer = lib.build_pretrainer(target)
+    assert any("no mlm/nsp head" in r.getMessage() for r in caplog.records)
+    lib.assert_matches_hf(lib.pretrainer_outputs(pretrainer, exp), exp, keys=("sequence_output", "pooled_output"))
+    with pytest.raises(ValueError, match="no mlm and no nsp head"):
+        loading.load_pretrainer_weights(pretrainer, target, missing_heads="error")
