@@ -9,7 +9,6 @@ import socket
 import threading
 import zipfile
 
-import numpy as np
 import pytest
 
 from keras_bert_zoo.models.bert_backbone import BertBackbone

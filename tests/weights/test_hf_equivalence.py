@@ -163,3 +163,26 @@ def test_pytorch_pickles_are_refused(tmp_path):
     pt.write_bytes(bomb.read_bytes())
     with pytest.raises(ValueError, match="never loaded"):
         BertBackbone.from_preset(str(pt))
+
+
+def test_sharded_safetensors_and_google_without_prefix(tmp_path):
+    exp = lib.expected("gelu")
+    tensors = dict(lib.hf_tensors("gelu"))
+    target = tmp_path / "sharded"
+    shutil.copytree(lib.fixture_dir("gelu"), target)
+    os.remove(target / "model.safetensors")
+    names = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    for shard, keys in shards.items():
+        safetensors.numpy.save_file({k: tensors[k] for k in keys}, str(target / shard))
+    index = {"metadata": {}, "weight_map": {k: s for s, keys in shards.items() for k in keys}}
+    (target / "model.safetensors.index.json").write_text(json.dumps(index))
+    backbone = BertBackbone.from_preset(str(target), dropout=0.0)
+    lib.assert_matches_hf(backbone(lib.inputs_of(exp), training=False), exp, keys=("sequence_output", "pooled_output"))
+
+    google = lib.google_from_hf(tensors, 2)
+    bare = {k[len("bert/"):] if k.startswith("bert/") else k: v for k, v in google.items()}
+    ckpt = lib.write_tf1_checkpoint(bare, str(tmp_path / "bare"), optimizer_slots=False)
+    shutil.copy(os.path.join(lib.make_google_dir("gelu", str(tmp_path / "g")), "bert_config.json"), ckpt)
+    backbone = BertBackbone.from_preset(ckpt, dropout=0.0)
+    lib.assert_matches_hf(backbone(lib.inputs_of(exp), training=False), exp, keys=("sequence_output", "pooled_output"))
