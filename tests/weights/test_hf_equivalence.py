@@ -186,3 +186,14 @@ def test_sharded_safetensors_and_google_without_prefix(tmp_path):
     shutil.copy(os.path.join(lib.make_google_dir("gelu", str(tmp_path / "g")), "bert_config.json"), ckpt)
     backbone = BertBackbone.from_preset(ckpt, dropout=0.0)
     lib.assert_matches_hf(backbone(lib.inputs_of(exp), training=False), exp, keys=("sequence_output", "pooled_output"))
+
+
+def test_loads_into_mixed_precision_backbone():
+    exp = lib.expected("gelu")
+    full = BertBackbone.from_preset(lib.fixture_dir("gelu"), dropout=0.0)
+    mixed = BertBackbone.from_preset(lib.fixture_dir("gelu"), dropout=0.0, dtype="mixed_bfloat16")
+    for a, b in zip(full.weights, mixed.weights):
+        if "seed" not in a.path:
+            np.testing.assert_array_equal(np.array(a), np.array(b), err_msg=a.path)
+    out = mixed(lib.inputs_of(exp), training=False)
+    np.testing.assert_allclose(np.asarray(out["pooled_output"], "float32"), exp["pooled_output"], atol=0.1)
