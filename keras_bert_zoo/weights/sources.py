@@ -84,7 +84,9 @@ def locate(preset):
     path = os.fspath(preset)
     if path.lower().endswith(PICKLE_SUFFIXES):
         refuse_pickle(path)
-    if os.path.isfile(path):
+    if not os.path.exists(path) and os.path.exists(path + ".index"):
+        path = os.path.dirname(os.path.abspath(path))  # a checkpoint prefix: `…/bert_model.ckpt`
+    elif os.path.isfile(path):
         if zipfile.is_zipfile(path) or tarfile.is_tarfile(path):
             path = _extract_local_archive(path)
         else:

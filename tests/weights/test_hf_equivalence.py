@@ -197,3 +197,13 @@ def test_loads_into_mixed_precision_backbone():
             np.testing.assert_array_equal(np.array(a), np.array(b), err_msg=a.path)
     out = mixed(lib.inputs_of(exp), training=False)
     np.testing.assert_allclose(np.asarray(out["pooled_output"], "float32"), exp["pooled_output"], atol=0.1)
+
+
+def test_loads_by_google_checkpoint_prefix(tmp_path):
+    # Users often pass the checkpoint prefix (`…/bert_model.ckpt`), as the original flags do.
+    exp = lib.expected("gelu")
+    directory = lib.make_google_dir("gelu", str(tmp_path / "g"))
+    prefix = os.path.join(directory, "bert_model.ckpt")
+    assert not os.path.exists(prefix) and os.path.exists(prefix + ".index")
+    backbone = BertBackbone.from_preset(prefix, dropout=0.0)
+    lib.assert_matches_hf(backbone(lib.inputs_of(exp), training=False), exp, keys=("sequence_output", "pooled_output"))
