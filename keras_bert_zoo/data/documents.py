@@ -51,23 +51,31 @@ def clean_lines(lines):
     return tf.strings.strip(fixed), tf.not_equal(fixed, lines)
 
 
-def _file_documents(path):
+def _split_block(carry, block):
+    """Complete documents of `carry + block` lines; the unfinished tail is carried on."""
+    carry_lines, carry_bad = carry
+    cleaned, bad = clean_lines(block)
+    lines = tf.concat([carry_lines, cleaned], 0)
+    bad = tf.concat([carry_bad, tf.cast(bad, tf.int32)], 0)
+    blank = tf.equal(lines, "")
+    positions = tf.range(tf.size(lines))
+    end = tf.reduce_max(tf.where(blank, positions, -1)) + 1  # lines up to the last blank one
+    doc_index = tf.cumsum(tf.cast(blank[:end], tf.int32), exclusive=True)
+    keep = ~blank[:end]
+    rowids = tf.boolean_mask(doc_index, keep)
+    nrows = tf.reduce_sum(tf.cast(blank[:end], tf.int32))
+    docs = tf.RaggedTensor.from_value_rowids(tf.boolean_mask(lines[:end], keep), rowids, nrows)
+    bad_docs = tf.math.unsorted_segment_sum(tf.boolean_mask(bad[:end], keep), rowids, nrows)
+    return (lines[end:], bad[end:]), (docs, bad_docs)
+
+
+def _file_documents(path, block_lines=4096):
     """Documents of one file: each element a 1-D string tensor of its non-blank lines."""
     # A trailing blank line flushes the file's last document.
     lines = tf.data.TextLineDataset(path).concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
-
-    def step(state, line):
-        cleaned, bad = clean_lines(line)
-        blank = tf.equal(cleaned, "")
-        acc, bad_count = state
-        out = (acc, bad_count + tf.cast(bad, tf.int32), blank & (tf.size(acc) > 0))
-        new_acc = tf.cond(blank, lambda: tf.zeros([0], tf.string), lambda: tf.concat([acc, [cleaned]], 0))
-        new_bad = tf.where(blank, 0, bad_count + tf.cast(bad, tf.int32))
-        return (new_acc, new_bad), out
-
-    init = (tf.zeros([0], tf.string), tf.constant(0, tf.int32))
-    docs = lines.scan(init, step)
-    return docs.filter(lambda doc, bad, done: done).map(lambda doc, bad, done: (doc, bad))
+    init = (tf.zeros([0], tf.string), tf.zeros([0], tf.int32))
+    docs = lines.batch(block_lines).scan(init, _split_block).unbatch()
+    return docs.filter(lambda doc, bad: tf.size(doc) > 0)
 
 
 def documents_dataset(files):

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 STAT_KEYS = (
     "documents", "single_segment_documents", "segments", "long_segments", "tokens", "unknown_tokens",
-    "short_target_documents", "instances", "random_next", "same_document_fallbacks", "truncated",
+    "short_target_documents", "instances", "random_next", "same_document_fallbacks", "single_segment_chunks", "truncated",
 )
 
 
@@ -53,7 +53,8 @@ def _loop_step(t, i, chunk_start, cur_len, c):
     b_e = tf.where(is_random, take(j), take(g + 1))
     i_next = tf.where(emit & is_random, i - (n - a_end), i)  # put the unused segments back
     record = tf.stack(
-        [a_s, a_e, b_s, b_e, tf.cast(is_random, tf.int32), tf.cast(is_random & ~any_ok, tf.int32), tf.cast(emit, tf.int32)],
+        [a_s, a_e, b_s, b_e, tf.cast(is_random, tf.int32), tf.cast(is_random & ~any_ok, tf.int32),
+         tf.cast(n == 1, tf.int32), tf.cast(emit, tf.int32)],
         axis=1,
     )
     chunk_start = tf.where(emit, i_next + 1, chunk_start)
@@ -63,7 +64,11 @@ def _loop_step(t, i, chunk_start, cur_len, c):
 
 
 def _pair_offsets(docs, seed, max_num_tokens, short_seq_prob):
-    """Runs the chunking loop; returns (records (N, 6), short-target flags per document)."""
+    """Runs the chunking loop; returns (records (N, 7), short-target flags per document).
+
+    Record columns: A start, A end, B start, B end (token offsets), random-next label,
+    same-document fallback, single-segment chunk (random next forced, no coin drawn).
+    """
     seg_splits = docs.values.row_splits  # token offsets of segments
     doc_splits = docs.row_splits  # segment offsets of documents
     d = tf.shape(doc_splits)[0] - 1
@@ -80,12 +85,12 @@ def _pair_offsets(docs, seed, max_num_tokens, short_seq_prob):
         return t + 1, i, chunk_start, cur_len, ta.write(t, record)
 
     zeros = tf.zeros([d], tf.int32)
-    ta = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[None, 7])
+    ta = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[None, 8])
     _, _, _, _, ta = tf.while_loop(
         lambda t, i, *_: tf.reduce_any(i < nseg), body, (tf.constant(0), zeros, zeros, zeros, ta)
     )
-    records = tf.reshape(ta.stack(), [-1, 7])
-    return tf.boolean_mask(records[:, :6], records[:, 6] > 0), short
+    records = tf.reshape(ta.stack(), [-1, 8])
+    return tf.boolean_mask(records[:, :7], records[:, 7] > 0), short
 
 
 def _truncate(a_s, a_e, b_s, b_e, max_num_tokens, seed):
@@ -162,6 +167,7 @@ def build_instances(docs, seed, sequence_length, short_seq_prob, special_ids):
         "instances": count(tf.shape(records)[0]),
         "random_next": count(records[:, 4]),
         "same_document_fallbacks": count(records[:, 5]),
+        "single_segment_chunks": count(records[:, 6]),
         "truncated": count(truncated),
         "length_histogram": tf.math.bincount(tf.reduce_sum(mask, 1), minlength=sequence_length + 1,
                                              maxlength=sequence_length + 1, dtype=tf.int64),

@@ -49,7 +49,8 @@ def _tokenize_window(tokenizer, lines, bad):
     ids = tokenizer(lines.flat_values)
     if isinstance(ids, tf.RaggedTensor) and ids.ragged_rank > 1:
         ids = ids.merge_dims(1, -1)
-    ids = tf.cast(ids, tf.int32)
+    ids = tf.cast(ids, tf.int32).with_row_splits_dtype(tf.int64)
+    lines = lines.with_row_splits_dtype(tf.int64)
     keep = ids.row_lengths() > 0
     docs = tf.RaggedTensor.from_row_lengths(ids, lines.row_lengths())
     row_keep = tf.RaggedTensor.from_row_lengths(keep, lines.row_lengths())
@@ -60,7 +61,7 @@ def _tokenize_window(tokenizer, lines, bad):
 
 
 def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_prob=0.1, seed=12345,
-                     epochs=None, window_size=256):
+                     epochs=None, window_size=256, cache_tokens=False):
     """Dataset of `(features, stats)`, one element per window of documents and epoch.
 
     Every random draw is stateless, from `seed`, the epoch and the window index, so the
@@ -74,30 +75,34 @@ def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_pr
         sequence_length: int. Defaults to 128.
         short_seq_prob: float. Defaults to 0.1.
         seed: int. Defaults to 12345.
-        epochs: int, or an iterable of epoch indices, or None (forever).
+        epochs: int or None (forever).
         window_size: int. Documents per window; the random next document is drawn among
             them (the original draws from the whole corpus). Defaults to 256.
+        cache_tokens: bool. Keep the tokenized documents in memory after the first epoch
+            (the static writer does, per shard); False streams. Defaults to False.
 
     Returns:
         `tf.data.Dataset` of `(features, stats)`: features dict of (N, ...) tensors
         (shared batch layout plus `nsp_labels`), stats dict of counts
         (`nsp_instances.STAT_KEYS`, `length_histogram`, `empty_documents`,
-        `invalid_utf8_lines`, `masked`, `mask_cap_hits`, `mask_replaced`, `mask_random`).
+        `invalid_utf8_lines`, `masked`, `mask_cap_hits`, `mask_replaced`, `mask_kept`).
     """
     specials = special_token_ids(tokenizer)
-    docs = documents_dataset(files)
-    if epochs is None:
-        epoch_ds = tf.data.Dataset.counter()
-    elif isinstance(epochs, int):
-        epoch_ds = tf.data.Dataset.range(epochs)
-    else:
-        epoch_ds = tf.data.Dataset.from_tensor_slices(tf.constant(list(epochs), tf.int64))
     base = tf.constant([seed % (2**31), seed // (2**31)], tf.int32)
+    windows = documents_dataset(files).ragged_batch(window_size).enumerate()
+    windows = windows.map(lambda i, d: (i,) + _tokenize_window(tokenizer, *d),
+                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if cache_tokens:
+        windows = windows.cache()
+    windows = windows.repeat(epochs)
 
-    def window(index, lines, bad, epoch):
+    def count_epochs(epoch, element):  # window index 0 starts a new epoch
+        epoch = epoch + tf.cast(tf.equal(element[0], 0), tf.int64)
+        return epoch, (epoch,) + element
+
+    def window(epoch, index, doc_ids, empty_documents, bad_lines):
         key = tf.random.experimental.stateless_fold_in(base, tf.cast(epoch, tf.int32))
         key = tf.random.experimental.stateless_fold_in(key, tf.cast(index, tf.int32))
-        doc_ids, empty_documents, bad_lines = _tokenize_window(tokenizer, lines, bad)
         n = doc_ids.nrows()
         # The original shuffles the documents first; we shuffle within the window.
         doc_ids = tf.gather(doc_ids, tf.argsort(tf.random.stateless_uniform([n], key)))
@@ -109,12 +114,8 @@ def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_pr
         stats.update(empty_documents=empty_documents, invalid_utf8_lines=bad_lines)
         return features, stats
 
-    def epoch_windows(epoch):
-        batched = docs.ragged_batch(window_size).enumerate()
-        return batched.map(lambda i, d: window(i, d[0], d[1], epoch), num_parallel_calls=tf.data.AUTOTUNE,
-                           deterministic=True)
-
-    return epoch_ds.flat_map(epoch_windows)
+    windows = windows.scan(tf.constant(-1, tf.int64), count_epochs)
+    return windows.map(window, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
 def _mask_stats(features, masker, mask_id):

@@ -173,19 +173,26 @@ class MLMMasker(keras.layers.Layer):
         group = tf.where(candidate, tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1, -1)
         return group, starts
 
-    def _accept(self, sizes, num_to_predict):
-        """Greedy: visit groups in (shuffled) order, take each that still fits."""
-        if not self.whole_word:  # all sizes are 0/1: greedy is a prefix
-            return tf.cumsum(sizes, axis=1) <= num_to_predict[:, None]
-        sizes_t = tf.transpose(sizes)  # (groups, batch)
+    def _select_groups(self, ids, candidate, score, num_to_predict):
+        """Whole-word selection: visit groups in random order, take each that still fits."""
+        batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
+        group, starts = self._groups(ids, candidate)
+        num_groups = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)
+        col = tf.range(seq)[None]
+        order = tf.argsort(tf.where(col < num_groups[:, None], score, 2.0), axis=1, stable=True)
+        flat_group = tf.where(candidate, group + tf.range(batch)[:, None] * seq, batch * seq)
+        sizes = tf.math.unsorted_segment_sum(tf.ones_like(ids), flat_group, batch * seq + 1)[:-1]
+        sizes = tf.gather(tf.reshape(sizes, [batch, seq]), order, batch_dims=1)  # in visiting order
 
-        def step(count, size):
-            fits = (count + size <= num_to_predict) & (size > 0)
-            return count + tf.where(fits, size, 0), fits
+        def step(acc, size):
+            fits = (acc[0] + size <= num_to_predict) & (size > 0)
+            return acc[0] + tf.where(fits, size, 0), fits
 
-        _, accepted = tf.scan(lambda acc, s: step(acc[0], s), sizes_t,
-                              initializer=(tf.zeros_like(num_to_predict), tf.zeros_like(num_to_predict, tf.bool)))
-        return tf.transpose(accepted)
+        init = (tf.zeros_like(num_to_predict), tf.zeros_like(num_to_predict, tf.bool))
+        _, accepted = tf.scan(step, tf.transpose(sizes), initializer=init)  # (groups, batch)
+        # Back from visiting order to group index.
+        accepted = tf.gather(tf.transpose(accepted), tf.argsort(order, axis=1), batch_dims=1)
+        return group, candidate & tf.gather(accepted, tf.maximum(group, 0), batch_dims=1)
 
     def _mask(self, ids, valid, seed):
         batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
@@ -194,19 +201,22 @@ class MLMMasker(keras.layers.Layer):
         length = tf.reduce_sum(tf.cast(valid, tf.float64), axis=1)
         num_to_predict = tf.cast(tf.round(length * self.mask_selection_rate), tf.int32)
         num_to_predict = tf.minimum(self.max_predictions, tf.maximum(1, num_to_predict))
-        group, starts = self._groups(ids, candidate)
-        num_groups = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)
         seeds = tf.random.experimental.stateless_split(seed, 4)
         score = tf.random.stateless_uniform([batch, seq], seeds[0])
         col = tf.range(seq)[None]
-        order = tf.argsort(tf.where(col < num_groups[:, None], score, 2.0), axis=1, stable=True)
-        flat_group = tf.where(candidate, group + col * 0 + tf.range(batch)[:, None] * seq, batch * seq)
-        sizes = tf.math.unsorted_segment_sum(tf.ones_like(ids), flat_group, batch * seq + 1)[:-1]
-        sizes = tf.gather(tf.reshape(sizes, [batch, seq]), order, batch_dims=1)
-        accepted_sorted = self._accept(sizes, num_to_predict)
-        # Scatter acceptance back from visiting order to group index.
-        accepted = tf.gather(accepted_sorted, tf.argsort(order, axis=1), batch_dims=1)
-        selected = candidate & tf.gather(accepted, tf.maximum(group, 0), batch_dims=1)
+        if self.whole_word:
+            group, selected = self._select_groups(ids, candidate, score, num_to_predict)
+        else:
+            # Each candidate is its own group: the num_to_predict best-scored candidates.
+            group = col + tf.zeros_like(ids)
+            k = tf.minimum(self.max_predictions, seq)
+            top = tf.math.top_k(tf.where(candidate, score, -1.0), k=k, sorted=True)
+            take = (tf.range(k)[None] < num_to_predict[:, None]) & (top.values >= 0.0)
+            hits = tf.scatter_nd(
+                tf.stack([tf.broadcast_to(tf.range(batch)[:, None], tf.shape(take)), top.indices], -1),
+                tf.cast(take, tf.int32), tf.shape(ids),
+            )
+            selected = hits > 0
         u = tf.random.stateless_uniform([batch, seq], seeds[1])
         random_ids = tf.random.stateless_uniform([batch, seq], seeds[2], 0, self.vocabulary_size, tf.int32)
         if self.per_word_replacement:
@@ -214,7 +224,8 @@ class MLMMasker(keras.layers.Layer):
         new = tf.where(u < self.mask_token_rate, self.mask_token_id,
                        tf.where(u < self.mask_token_rate + self.random_token_rate, random_ids, ids))
         masked_ids = tf.where(selected, new, ids)
-        pos = tf.sort(tf.where(selected, col, seq + col), axis=1)
+        # Ascending selected positions: the k largest of -position (k = min(P, seq)).
+        pos = -tf.math.top_k(tf.where(selected, -col, -2 * seq), k=tf.minimum(self.max_predictions, seq)).values
         pad = tf.maximum(0, self.max_predictions - seq)
         pos = tf.pad(pos, [[0, 0], [0, pad]], constant_values=2 * seq)[:, : self.max_predictions]
         real = pos < seq

@@ -1,0 +1,146 @@
+"""What a pretraining-data run generated: counts, rates and a length histogram."""
+
+import json
+import os
+
+import numpy as np
+
+from keras_bert_zoo.data.nsp_instances import STAT_KEYS
+
+EXTRA_KEYS = ("empty_documents", "invalid_utf8_lines", "masked", "mask_cap_hits", "mask_replaced", "mask_kept")
+
+
+def empty_totals(sequence_length):
+    totals = {k: 0 for k in STAT_KEYS + EXTRA_KEYS}
+    totals["length_histogram"] = np.zeros(sequence_length + 1, np.int64)
+    return totals
+
+
+def accumulate(totals, stats):
+    """Adds one window's stats (tensors or arrays) into `totals` in place."""
+    for key, value in stats.items():
+        value = np.asarray(value)
+        totals[key] = totals[key] + (value if key == "length_histogram" else int(value))
+    return totals
+
+
+def _rate(num, den):
+    return float(num) / float(den) if den else 0.0
+
+
+def summarize(totals, options, files=(), empty_files=(), epochs=1):
+    """Turns raw counts into the report dict (JSON-serialisable).
+
+    Args:
+        totals: dict of summed window stats (see `accumulate`).
+        options: dict of the generation options (recorded as is).
+        files: list of str. Input files read.
+        empty_files: list of str. Input files that held no document.
+        epochs: int. Passes over the corpus (`dupe_factor`).
+
+    Returns:
+        dict with `counts`, `rates`, `length_histogram`, `options`, `files`, `empty_files`.
+    """
+    t = {k: (v.tolist() if k == "length_histogram" else int(v)) for k, v in totals.items()}
+    hist = t.pop("length_histogram")
+    real_tokens = sum(length * n for length, n in enumerate(hist))
+    per_epoch_docs = max(1, epochs)
+    rates = {
+        "nsp_random_next": _rate(t["random_next"], t["instances"]),
+        "same_document_fallback": _rate(t["same_document_fallbacks"], t["random_next"]),
+        # The coin is drawn only for chunks of >= 2 segments (single-segment chunks are
+        # always random next, as in the original): this rate should be 50%.
+        "nsp_random_next_coin": _rate(t["random_next"] - t["single_segment_chunks"],
+                                      t["instances"] - t["single_segment_chunks"]),
+        "mask_rate": _rate(t["masked"], real_tokens),
+        "mask_rule_rate": options.get("masked_lm_prob", 0.15),
+        "mask_cap_hit": _rate(t["mask_cap_hits"], t["instances"]),
+        "mask_token_replaced": _rate(t["mask_replaced"], t["masked"]),
+        "mask_token_kept": _rate(t["mask_kept"], t["masked"]),
+        "truncated": _rate(t["truncated"], t["instances"]),
+        "short_target_documents": _rate(t["short_target_documents"], t["documents"]),
+        "unknown_tokens": _rate(t["unknown_tokens"], t["tokens"]),
+        "single_segment_documents": _rate(t["single_segment_documents"], t["documents"]),
+        "mean_length": _rate(real_tokens, t["instances"]),
+    }
+    counts = dict(t)
+    counts["documents_per_epoch"] = t["documents"] // per_epoch_docs
+    counts["tokens_per_epoch"] = t["tokens"] // per_epoch_docs
+    return {
+        "counts": counts,
+        "rates": rates,
+        "length_histogram": hist,
+        "options": dict(options),
+        "files": list(files),
+        "empty_files": list(empty_files),
+        "epochs": epochs,
+    }
+
+
+def _histogram_lines(hist, bins=8, width=40):
+    hist = np.asarray(hist)
+    edges = np.linspace(0, len(hist), bins + 1).astype(int)
+    sums = [int(hist[a:b].sum()) for a, b in zip(edges[:-1], edges[1:])]
+    top = max(sums) or 1
+    return [f"  {a:4d}-{b - 1:<4d} {n:9d} {'#' * round(width * n / top)}" for a, b, n in zip(edges[:-1], edges[1:], sums)]
+
+
+def format_report(report):
+    """Human-readable text of a report dict."""
+    c, r = report["counts"], report["rates"]
+    lines = [
+        "Pretraining data report",
+        f"  files: {len(report['files'])} ({len(report['empty_files'])} empty), epochs (dupe_factor): {report['epochs']}",
+        f"  documents: {c['documents_per_epoch']} per epoch ({c['single_segment_documents']} single-sentence, "
+        f"{c['empty_documents']} empty after tokenization), segments: {c['segments']}, tokens: {c['tokens_per_epoch']} per epoch",
+        f"  instances: {c['instances']}, mean length {r['mean_length']:.1f}",
+        f"  NSP random next: {r['nsp_random_next']:.2%} ({r['nsp_random_next_coin']:.2%} where a coin was drawn; "
+        f"{c['single_segment_chunks']} single-segment chunks are always random); "
+        f"same-document fallback: {r['same_document_fallback']:.2%}",
+        f"  mask rate: {r['mask_rate']:.2%} (rule {r['mask_rule_rate']:.0%}); cap hit: {r['mask_cap_hit']:.2%}; "
+        f"[MASK] {r['mask_token_replaced']:.1%}, kept {r['mask_token_kept']:.1%}",
+        f"  truncated: {r['truncated']:.2%}; short-target documents: {r['short_target_documents']:.2%}; "
+        f"segments longer than the sequence: {c['long_segments']}",
+        f"  [UNK] rate: {r['unknown_tokens']:.3%}; lines with invalid UTF-8 (bad bytes dropped): {c['invalid_utf8_lines']}",
+        "  length histogram (real tokens per instance):",
+    ]
+    return "\n".join(lines + _histogram_lines(report["length_histogram"])) + "\n"
+
+
+def write_report(report, output_prefix):
+    """Writes `<prefix>.report.json` and `<prefix>.report.txt` atomically; returns both paths."""
+    paths = []
+    for suffix, text in ((".report.json", json.dumps(report, indent=1)), (".report.txt", format_report(report))):
+        path = f"{output_prefix}{suffix}"
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        paths.append(path)
+    return paths
+
+
+def pretraining_report(files, tokenizer, sequence_length=128, max_predictions=20, seed=12345, masked_lm_prob=0.15,
+                       short_seq_prob=0.1, whole_word_masking=False, epochs=1, window_size=256):
+    """Generates `epochs` passes of on-the-fly instances and returns their report dict.
+
+    Args: as `keras_bert_zoo.data.pretraining.pretraining_dataset`.
+
+    Returns:
+        dict (see `summarize`); `format_report(report)` prints it.
+    """
+    from keras_bert_zoo.data.documents import resolve_files
+    from keras_bert_zoo.data.pretraining import instance_windows, make_masker, validate_options
+
+    validate_options(sequence_length, max_predictions, masked_lm_prob, short_seq_prob, window_size)
+    masker = make_masker(tokenizer, max_predictions, masked_lm_prob, whole_word_masking)
+    paths = resolve_files(files)
+    totals = empty_totals(sequence_length)
+    for _, stats in instance_windows(paths, tokenizer, masker, sequence_length, short_seq_prob, seed, epochs,
+                                     window_size):
+        accumulate(totals, stats)
+    options = dict(max_seq_length=sequence_length, max_predictions_per_seq=max_predictions, random_seed=seed,
+                   masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
+                   do_whole_word_mask=whole_word_masking, window_size=window_size)
+    empty = [p for p in paths if os.path.getsize(p) == 0]
+    return summarize(totals, options, paths, empty, epochs)

@@ -1,0 +1,84 @@
+"""Writes masked-LM + next-sentence pretraining TFRecords from raw text (original flags).
+
+Input: text files, one sentence per line, a blank line between documents. Each input
+file is one shard, written by one of `--num_workers` processes to its own output file;
+a report (`<output>.report.json` / `.report.txt`) is written next to the first output.
+
+    python tools/create_pretraining_data.py --input_file "wiki/*.txt" \
+        --output_file out/wiki.tfrecord --vocab_file vocab.txt --do_lower_case=True \
+        --max_seq_length 128 --max_predictions_per_seq 20 --dupe_factor 10
+
+Deviations from the original (stated in `keras_bert_zoo.data.nsp_instances`): the random
+next document is drawn within a window of `--window_size` documents of the same shard,
+and instances are shuffled within that window, not across the whole corpus.
+"""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bool(text):
+    if text.lower() in ("1", "true", "yes", "y"):
+        return True
+    if text.lower() in ("0", "false", "no", "n"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--input_file", required=True, help="Input text files: paths/globs, comma-separated.")
+    p.add_argument("--output_file", required=True, help="Output TFRecord path, prefix, or comma list (one per input).")
+    vocab = p.add_mutually_exclusive_group(required=True)
+    vocab.add_argument("--vocab_file", help="vocab.txt of the BERT model.")
+    vocab.add_argument("--preset", help="A preset name or directory; its vocabulary is used.")
+    p.add_argument("--do_lower_case", type=_bool, default=None,
+                   help="Lower-case (uncased models). Default: true, or the preset's setting.")
+    p.add_argument("--do_whole_word_mask", type=_bool, nargs="?", const=True, default=False)
+    p.add_argument("--max_seq_length", type=int, default=128)
+    p.add_argument("--max_predictions_per_seq", type=int, default=20)
+    p.add_argument("--random_seed", type=int, default=12345)
+    p.add_argument("--dupe_factor", type=int, default=10)
+    p.add_argument("--masked_lm_prob", type=float, default=0.15)
+    p.add_argument("--short_seq_prob", type=float, default=0.1)
+    p.add_argument("--window_size", type=int, default=256, help="Documents among which the random next is drawn.")
+    p.add_argument("--num_workers", type=int, default=os.cpu_count() or 1, help="Parallel worker processes.")
+    p.add_argument("--no_progress", action="store_true", help="No progress line on stderr.")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    from keras_bert_zoo.data.pretraining_report import format_report
+    from keras_bert_zoo.data.pretraining_writer import write_pretraining_tfrecords
+
+    args = parse_args(argv)
+    if args.vocab_file:
+        if not os.path.isfile(args.vocab_file):
+            sys.exit(f"error: --vocab_file {args.vocab_file!r} does not exist.")
+        spec = {"vocabulary": args.vocab_file, "lowercase": True if args.do_lower_case is None else args.do_lower_case}
+    else:
+        spec = {"preset": args.preset, "lowercase": args.do_lower_case}
+    from keras_bert_zoo.data.documents import resolve_files
+
+    try:
+        num_workers = max(1, min(args.num_workers, len(resolve_files(args.input_file))))
+        report = write_pretraining_tfrecords(
+            args.input_file, args.output_file, spec, max_seq_length=args.max_seq_length,
+            max_predictions_per_seq=args.max_predictions_per_seq, random_seed=args.random_seed,
+            dupe_factor=args.dupe_factor, masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
+            do_whole_word_mask=args.do_whole_word_mask, window_size=args.window_size, num_workers=num_workers,
+            progress=not args.no_progress,
+        )
+    except ValueError as e:
+        sys.exit(f"error: {e}")
+    print(format_report(report))
+    print("Wrote " + ", ".join(report["outputs"]) + f" and {report['report_prefix']}.report.{{json,txt}}")
+
+
+if __name__ == "__main__":
+    main()
