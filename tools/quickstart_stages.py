@@ -94,8 +94,13 @@ def learn_vocab(args, run, corpus):
 
     start = time.perf_counter()
     path = run("vocab.txt")
-    tokens = vocabulary.learn_vocabulary(
-        corpus["train_files"], vocabulary_size=args.vocabulary_size, lowercase=True)
+    from tqdm.auto import tqdm
+
+    with tqdm(total=corpus["sentences"], desc="learn vocab", unit="line",
+              disable=args.no_progress) as bar:
+        tokens = vocabulary.learn_vocabulary(
+            corpus["train_files"], vocabulary_size=args.vocabulary_size, lowercase=True,
+            progress=bar.update)
     vocabulary.save_vocabulary(tokens, path)
     say("vocab", f"{len(tokens)} word pieces learned in {time.perf_counter() - start:.1f}s → {path}")
     return path

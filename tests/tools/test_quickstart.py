@@ -1,0 +1,70 @@
+"""`make demo` at a tiny size: every stage leaves its artifacts, and the held-out
+masked-LM accuracy beats the unigram baseline."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tools import quickstart
+from tools import quickstart_stages as stages
+
+
+def test_text_input_is_split_by_document(tmp_path):
+    docs = [[f"Document {i} sentence {j} is here." for j in range(3)] for i in range(40)]
+    src = tmp_path / "mine.txt"
+    src.write_text("\n\n".join("\n".join(d) for d in docs) + "\n", encoding="utf-8")
+    args = quickstart.parse_args(["--input", str(src), "--heldout-fraction", "0.25", "--no-progress"])
+    stats = stages.prepare_corpus(args, stages.RunDir(str(tmp_path / "run")))
+    assert stats["articles_kept"] == 40 and stats["sentences"] == 120
+    texts = [open(p, encoding="utf-8").read() for p in stats["train_files"] + stats["heldout_files"]]
+    out_docs = [d.split("\n") for t in texts for d in t.strip("\n").split("\n\n") if d]
+    assert sorted(map(tuple, out_docs)) == sorted(map(tuple, docs))  # nothing lost, none split
+    assert 0 < texts[1].count("Document") < texts[0].count("Document")
+    with pytest.raises(ValueError, match="--input"):
+        stages.prepare_corpus(quickstart.parse_args(["--input", str(tmp_path / "none*.txt")]),
+                              stages.RunDir(str(tmp_path / "run2")))
+
+
+def test_tiny_flag_keeps_explicit_overrides():
+    args = quickstart.parse_args(["--tiny", "--steps", "7"])
+    assert args.steps == 7 and args.size is None
+    assert args.seq_length == quickstart.TINY["seq_length"]
+
+
+@pytest.mark.slow
+def test_quickstart_tiny_end_to_end(tmp_path):
+    from keras_bert_zoo.text.vocabulary import load_vocabulary
+
+    summary = quickstart.main(["--tiny", "--runs-dir", str(tmp_path), "--name", "t", "--no-progress"])
+    run = tmp_path / "t"
+    # Stage 1: corpus in the original format.
+    train = open(summary["corpus"]["train_files"][0], encoding="utf-8").read()
+    assert "\n\n" in train and summary["corpus"]["heldout_files"]
+    # Stage 2: a valid vocabulary with the specials.
+    vocab = load_vocabulary(str(run / "vocab.txt"))
+    assert {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} <= set(vocab)
+    assert summary["vocabulary_size"] == len(vocab)
+    # Stage 3: the data report.
+    report = json.load(open(run / "data_report.json"))
+    assert 0.0 < report["share_random_next"] < 1.0
+    # Stage 4: training curves, TensorBoard events, checkpoints.
+    history = summary["training"]["history"]
+    assert history[-1]["step"] == summary["training"]["steps"] == quickstart.TINY["steps"]
+    assert any(n.startswith("events.out") for n in os.listdir(run / "tensorboard"))
+    with open(run / "training_curves.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    # Stage 5: held-out MLM accuracy beats the unigram baseline.
+    heldout = summary["heldout"]
+    assert heldout["predictions"] > 0
+    assert heldout["mlm_accuracy"] > heldout["unigram_accuracy"], heldout
+    # Stages 6-7: the preset reloads to the same outputs; fill-mask ran on held-out text.
+    assert summary["reload"]["max_abs_logit_difference"] < 1e-4
+    samples = summary["reload"]["samples"]
+    assert samples and all(len(s["predictions"]) == 5 and "[MASK]" in s["text"] for s in samples)
+    probs = [p for s in samples for _, p in s["predictions"]]
+    assert np.all(np.diff([p for _, p in samples[0]["predictions"]]) <= 0) and max(probs) <= 1.0
+    # Stage 8: summary.json on disk equals the returned figures.
+    on_disk = json.load(open(run / "summary.json"))
+    assert on_disk["heldout"]["mlm_accuracy"] == pytest.approx(heldout["mlm_accuracy"])
