@@ -99,8 +99,9 @@ class BertPretrainer(Task):
         backbone_outputs = backbone(dict(inputs))
         outputs = {}
         if objective == "mlm":
-            inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
-            outputs["mlm_logits"] = mlm_head(backbone_outputs["sequence_output"], inputs["mask_positions"])
+            positions = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
+            inputs["mask_positions"] = positions
+            outputs["mlm_logits"] = mlm_head(backbone_outputs["sequence_output"], positions)
         else:
             outputs["lm_logits"] = mlm_head(backbone_outputs["sequence_output"])
         if nsp:
@@ -260,6 +261,7 @@ def _check_targets(y, keys):
     if not isinstance(y, dict) or any(key not in y for key in keys):
         received = sorted(y) if isinstance(y, dict) else type(y).__name__
         raise ValueError(
-            f"BertPretrainer targets must be a dict with keys {list(keys)}. Received: {received}. "
-            "Use keras_bert_zoo.data.pretraining.pretraining_dataset, which yields (x, y) in this format."
+            f"BertPretrainer targets must be a dict with keys {list(keys)}. "
+            f"Received: {received}. Use keras_bert_zoo.data.pretraining.pretraining_dataset, "
+            "which yields (x, y) in this format."
         )

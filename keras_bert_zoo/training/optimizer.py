@@ -84,7 +84,8 @@ class BertAdamW(keras.optimizers.Optimizer):
     Per variable: `m = β1 m + (1-β1) g`, `v = β2 v + (1-β2) g²`,
     `update = m / (√v + ε)` (`m̂`, `v̂` with `bias_correction=True`), plus
     `weight_decay_rate * w` unless the variable's path matches one of
-    `exclude_from_decay` (the original's `exclude_from_weight_decay`); then `w -= learning_rate * update`.
+    `exclude_from_decay` (the original's `exclude_from_weight_decay`); then
+    `w -= learning_rate * update`.
 
     Args:
         learning_rate: float or `LearningRateSchedule`. Defaults to 1e-4.
