@@ -18,6 +18,7 @@ NSP accuracy 0.99-1.0; the unigram baseline (always the most frequent masked id)
 
 import keras
 import numpy as np
+import pytest
 
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
@@ -99,6 +100,7 @@ def unigram_baseline(y):
     return np.bincount(real).max() / len(real)
 
 
+@pytest.mark.slow
 def test_tiny_bert_learns_mlm_and_nsp():
     keras.utils.set_random_seed(1)
     backbone = BertBackbone(
