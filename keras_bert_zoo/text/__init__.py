@@ -5,6 +5,8 @@ from keras_bert_zoo.text.preprocessors import BertPreprocessor
 from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.vocabulary import (
     SPECIAL_TOKENS,
+    google_reserved_tokens,
+    learn_vocabulary,
     load_vocabulary,
     save_vocabulary,
     validate_vocabulary,
@@ -15,6 +17,8 @@ __all__ = [
     "BertPreprocessor",
     "BertTokenizer",
     "SegmentPacker",
+    "google_reserved_tokens",
+    "learn_vocabulary",
     "load_vocabulary",
     "save_vocabulary",
     "validate_vocabulary",

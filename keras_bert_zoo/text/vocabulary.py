@@ -101,3 +101,176 @@ def save_vocabulary(tokens, path):
         f.write("".join(token + "\n" for token in tokens))
     os.replace(tmp, path)
     return path
+
+
+def google_reserved_tokens(num_unused=99):
+    """Specials as in Google's files: [PAD], [unused0..n-1], [UNK], [CLS], [SEP], [MASK].
+
+    With the default 99 unused slots the specials get Google's ids: [PAD]=0, [UNK]=100,
+    [CLS]=101, [SEP]=102, [MASK]=103.
+    """
+    if not isinstance(num_unused, int) or num_unused < 0:
+        raise ValueError(f"`num_unused` must be an int >= 0. Received: num_unused={num_unused!r}.")
+    return ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _text_batches(dataset_or_files, batch_size):
+    """Yields batches of raw lines (bytes) from files, a list of strings or a dataset."""
+    import tensorflow as tf
+
+    if isinstance(dataset_or_files, tf.data.Dataset):
+        dataset = dataset_or_files
+    elif isinstance(dataset_or_files, (str, os.PathLike)):
+        dataset = tf.data.TextLineDataset([os.fspath(dataset_or_files)])
+    elif isinstance(dataset_or_files, (list, tuple)) and all(
+        isinstance(f, (str, os.PathLike)) and os.path.isfile(f) for f in dataset_or_files
+    ) and dataset_or_files:
+        dataset = tf.data.TextLineDataset([os.fspath(f) for f in dataset_or_files])
+    elif isinstance(dataset_or_files, (list, tuple)):
+        dataset = tf.data.Dataset.from_tensor_slices(list(dataset_or_files) or [""])
+    else:
+        raise ValueError(
+            "`dataset_or_files` must be a text file path, a list of paths, a list of strings "
+            f"or a tf.data.Dataset of strings. Received: {type(dataset_or_files).__name__}."
+        )
+    if dataset.element_spec.shape.rank == 0:
+        dataset = dataset.batch(batch_size)
+    return dataset
+
+
+def count_words(dataset_or_files, lowercase=True, strip_accents=None, batch_size=1024, progress=None):
+    """Counts the original tokenizer's words (normalised, split on whitespace/punctuation).
+
+    Args:
+        dataset_or_files: text file path(s), a list of strings or a dataset of strings.
+        lowercase: bool. Defaults to True.
+        strip_accents: bool or None. Defaults to None (follow `lowercase`).
+        batch_size: int. Lines per batch. Defaults to 1024.
+        progress: callable(num_lines) or None, called after each batch.
+
+    Returns:
+        `collections.Counter` of str words.
+    """
+    import collections
+
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
+    from keras_bert_zoo.text import normalize as norm
+
+    def split(lines):
+        lines = norm.drop_invalid_utf8(lines)
+        normalized = norm.normalize(lines, lowercase, strip_accents)
+        return tf_text.regex_split(normalized, norm.WORD_SPLIT_PATTERN, norm.PUNCTUATION_CLASS).flat_values
+
+    counts = collections.Counter()
+    dataset = _text_batches(dataset_or_files, batch_size)
+    for lines, words in dataset.map(lambda x: (tf.size(x), split(x))).prefetch(2):
+        counts.update(words.numpy().tolist())
+        if progress is not None:
+            progress(int(lines))
+    return collections.Counter({w.decode("utf-8"): c for w, c in counts.items()})
+
+
+def _learn_with_tokenizers(counts, vocabulary_size, reserved, min_count):
+    """HF `tokenizers`' WordPiece trainer (Rust) over pre-normalised word counts."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocabulary_size,
+        min_frequency=min_count,
+        special_tokens=reserved,
+        continuing_subword_prefix="##",
+        limit_alphabet=1000,
+        show_progress=False,
+    )
+
+    def lines(chunk=1000):
+        words = list(counts.items())
+        for start in range(0, len(words), chunk):
+            # Each word repeated by its count, so the trainer sees the true frequencies.
+            yield " ".join(" ".join([w] * c) for w, c in words[start : start + chunk])
+
+    tokenizer.train_from_iterator(lines(), trainer=trainer)
+    vocab = tokenizer.get_vocab()
+    return sorted(vocab, key=vocab.get)
+
+
+def _learn_with_tensorflow_text(counts, vocabulary_size, reserved, min_count):
+    """tensorflow-text's WordPiece learner (pure Python; minutes for a few MB)."""
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    return learner.learn(
+        counts.items(),
+        vocab_size=vocabulary_size,
+        reserved_tokens=reserved,
+        lower_thresh=min_count,
+        max_token_length=50,
+        max_unique_chars=1000,
+    )
+
+
+def learn_vocabulary(
+    dataset_or_files,
+    vocabulary_size,
+    lowercase=True,
+    strip_accents=None,
+    num_unused=99,
+    min_count=2,
+    algorithm="auto",
+    progress=None,
+):
+    """Learns a WordPiece vocabulary laid out like Google's `vocab.txt`.
+
+    Words are counted with the original tokenizer's normalisation and splitting (so the
+    vocabulary fits `BertTokenizer`); then a WordPiece learner picks the pieces: HF
+    `tokenizers`' `WordPieceTrainer` (Rust, seconds for a few MB) when installed, else
+    tensorflow-text's learner (the algorithm of `bert_vocab_from_dataset`; pure Python,
+    minutes for a few MB).
+
+    Args:
+        dataset_or_files: text file path(s), a list of strings or a `tf.data.Dataset`
+            of strings.
+        vocabulary_size: int. Target size, specials included (at most this many with
+            "tokenizers"; within 5% below with "tensorflow_text").
+        lowercase: bool. Learn an uncased vocabulary. Defaults to True.
+        strip_accents: bool or None. Defaults to None (follow `lowercase`).
+        num_unused: int. `[unusedN]` slots before [UNK]. Defaults to 99 (Google's ids).
+        min_count: int. Rarest word/piece count considered. Defaults to 2.
+        algorithm: "auto", "tokenizers" or "tensorflow_text". Defaults to "auto".
+        progress: callable(num_lines) or None, called while counting.
+
+    Returns:
+        list of str: the vocabulary (id = index), specials first as in Google's files.
+
+    Examples:
+    >>> tokens = keras_bert_zoo.text.learn_vocabulary(["wiki.txt"], 8000)
+    >>> keras_bert_zoo.text.save_vocabulary(tokens, "vocab.txt")
+    """
+    reserved = google_reserved_tokens(num_unused)
+    if not isinstance(vocabulary_size, int) or vocabulary_size <= len(reserved):
+        raise ValueError(
+            f"`vocabulary_size` must be an int > {len(reserved)} (the special tokens). "
+            f"Received: vocabulary_size={vocabulary_size!r}."
+        )
+    if algorithm not in ("auto", "tokenizers", "tensorflow_text"):
+        raise ValueError(
+            "`algorithm` must be 'auto', 'tokenizers' or 'tensorflow_text'. "
+            f"Received: algorithm={algorithm!r}."
+        )
+    if algorithm == "auto":
+        try:
+            import tokenizers  # noqa: F401
+
+            algorithm = "tokenizers"
+        except ImportError:
+            algorithm = "tensorflow_text"
+    counts = count_words(dataset_or_files, lowercase, strip_accents, progress=progress)
+    if not counts:
+        raise ValueError("`dataset_or_files` holds no words: nothing to learn a vocabulary from.")
+    learn = _learn_with_tokenizers if algorithm == "tokenizers" else _learn_with_tensorflow_text
+    learned = learn(counts, vocabulary_size, reserved, min_count)
+    tokens = reserved + [t for t in learned if t and t not in set(reserved)]
+    return validate_vocabulary(tokens)
