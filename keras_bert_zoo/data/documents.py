@@ -57,7 +57,10 @@ def _split_block(carry, block):
     cleaned, bad = clean_lines(block)
     lines = tf.concat([carry_lines, cleaned], 0)
     bad = tf.concat([carry_bad, tf.cast(bad, tf.int32)], 0)
-    blank = tf.equal(lines, "")
+    # Blank in the source (a line of only invalid bytes is a segment, not a separator);
+    # carried lines come after the last blank one, so none of them is blank.
+    block_blank = tf.equal(tf.strings.strip(block), "")
+    blank = tf.concat([tf.zeros_like(carry_bad, tf.bool), block_blank], 0)
     positions = tf.range(tf.size(lines))
     end = tf.reduce_max(tf.where(blank, positions, -1)) + 1  # lines up to the last blank one
     doc_index = tf.cumsum(tf.cast(blank[:end], tf.int32), exclusive=True)
