@@ -23,6 +23,10 @@ def preset_lowercase(preset, tokens=None):
         entry = presets.get_preset(preset)
         if "lowercase" in entry:
             return bool(entry["lowercase"])
+    else:
+        stored = _local_preset_lowercase(preset)
+        if stored is not None:
+            return stored
     name = os.path.basename(os.path.normpath(os.fspath(preset))).lower()
     if "uncased" in name:
         return True
@@ -31,6 +35,20 @@ def preset_lowercase(preset, tokens=None):
     if tokens is not None:
         return not any(c.isupper() for t in tokens if not t.startswith("[") for c in t)
     return True
+
+
+def _local_preset_lowercase(preset):
+    """The `lowercase` field of a local preset in our layout, else None."""
+    try:
+        from keras_bert_zoo.weights import preset_format, sources
+
+        layout, directory = sources.locate(preset)
+        if layout == "keras_bert_zoo":
+            value = preset_format.read_preset_config(directory).get("lowercase")
+            return None if value is None else bool(value)
+    except (ImportError, ValueError, OSError, KeyError):
+        pass
+    return None
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -95,6 +113,16 @@ class BertPreprocessor(keras.layers.Layer):
         segments = _as_segments(x)
         ids = tuple(self.tokenizer.tokenize(s) for s in segments)
         outputs = self._packer(ids)
+        return keras.utils.pack_x_y_sample_weight(outputs, y, sample_weight)
+
+    def compute_output_spec(self, x, y=None, sample_weight=None):
+        first = _as_segments(x)[0]
+        batch = tuple(first.shape)[:1] if getattr(first, "shape", None) is not None else ()
+        shape = batch + (self.sequence_length,)
+        outputs = {
+            key: keras.KerasTensor(shape, dtype="int32")
+            for key in ("token_ids", "segment_ids", "padding_mask")
+        }
         return keras.utils.pack_x_y_sample_weight(outputs, y, sample_weight)
 
     def get_config(self):
