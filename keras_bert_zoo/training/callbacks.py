@@ -29,7 +29,8 @@ class StepCheckpointer(keras.callbacks.Callback):
 
     Keras' own iterator cannot be checkpointed (fit creates it internally), so while
     training this callback swaps `model.train_function` for one that takes the next
-    batch from `iterator`, the one the checkpoint holds; fit's own dataset is unused.
+    batch from `iterator`, the one the checkpoint holds, and runs `model.train_step`
+    on every replica; fit's own dataset is unused.
     An element may be `(x, y)` or `(x, y, example_ids)`; ids go to `on_batch`.
 
     Args:
@@ -53,9 +54,31 @@ class StepCheckpointer(keras.callbacks.Callback):
         self._original = None
         self.last_saved_step = None
 
+    def _make_step_function(self):
+        """`train_step` on every replica, logs averaged over replicas (and workers).
+
+        Keras 3.15's own train function reduces scalar logs with `axis=0` under
+        MultiWorkerMirroredStrategy, which fails; this one reduces with `axis=None`.
+        """
+        model, strategy = self.model, self.model.distribute_strategy
+
+        def reduce(value):
+            if isinstance(value, tf.distribute.DistributedValues) or strategy.extended._in_multi_worker_mode():
+                return strategy.reduce("MEAN", value, axis=None)
+            return value
+
+        def one_step(data):
+            outputs = strategy.run(model.train_step, args=(data,))
+            return tf.nest.map_structure(reduce, outputs)
+
+        if model.run_eagerly:
+            return one_step
+        return tf.function(one_step, reduce_retracing=True, jit_compile=model.jit_compile is True)
+
     def on_train_begin(self, logs=None):
-        self._original = original = self.model.train_function
+        self._original = self.model.train_function
         strategy = self.model.distribute_strategy
+        step_function = self._make_step_function()
 
         def train_function(_unused_keras_iterator):
             batch = next(self.iterator)
@@ -66,8 +89,7 @@ class StepCheckpointer(keras.callbacks.Callback):
                     ids = np.concatenate([np.asarray(t) for t in local])
                     self.on_batch(int(self.checkpoint.step.numpy()) + 1, ids)
                 batch = (x, y)
-            # A list is taken as "these are the batches" by Keras' train function.
-            return original([batch])
+            return step_function(batch)
 
         self.model.train_function = train_function
 

@@ -108,7 +108,8 @@ class TrainingCheckpoint:
         if optimizer is None:
             raise ValueError("`optimizer` is None and the model is not compiled. Compile it first.")
         if not optimizer.built:
-            optimizer.build(model.trainable_variables)
+            with model.distribute_strategy.scope():  # slots must be distributed too
+                optimizer.build(model.trainable_variables)
         self.directory = os.path.abspath(os.fspath(directory))
         self.fallback = bool(fallback)
         self.is_chief = bool(is_chief)

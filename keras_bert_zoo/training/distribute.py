@@ -81,7 +81,8 @@ def _tpu_strategy(tpu):
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, RuntimeError, tf.errors.OpError) as error:
         raise ValueError(
-            f"No TPU could be reached (tpu={tpu!r}): {type(error).__name__}: {error}. "
+            f"No TPU could be reached (tpu={tpu!r}): {type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''} "
             "On a Cloud TPU VM pass tpu='local'; otherwise pass the TPU name or "
             "grpc:// address, or set TPU_NAME. Use strategy='cpu' or 'mirrored' without a TPU."
         ) from error
@@ -178,3 +179,58 @@ def distribute_dataset(strategy, dataset_fn, global_batch_size):
         )
 
     return strategy.distribute_datasets_from_function(fn)
+
+
+def worker_context(strategy):
+    """Returns `(worker_index, num_workers, local_replicas)` for `strategy`."""
+    try:
+        local = max(1, len(strategy.extended.worker_devices))
+    except (RuntimeError, AttributeError):  # the default strategy: one device
+        local = 1
+    workers = max(1, strategy.num_replicas_in_sync // local)
+    resolver = getattr(strategy, "cluster_resolver", None)
+    index = 0
+    if resolver is not None and getattr(resolver, "task_type", None):
+        chiefs = len(resolver.cluster_spec().as_dict().get("chief", []))
+        index = resolver.task_id + (chiefs if resolver.task_type == "worker" else 0)
+    return index, workers, local
+
+
+class ReplicaFeeder:
+    """Feeds every local replica its own batch from one checkpointable iterator per worker.
+
+    The same sharding as `distribute_dataset` (worker `i` of `n` reads shard `i`,
+    consecutive per-replica batches go to consecutive local replicas), but the
+    iterator is a plain `tf.data` iterator that `tf.train.Checkpoint` can save: in
+    TF 2.21 the iterator of a distributed dataset is not trackable.
+
+    Args:
+        strategy: `tf.distribute.Strategy`.
+        dataset_fn: callable `(shard_index, num_shards, per_replica_batch_size) ->
+            tf.data.Dataset`.
+        global_batch_size: int. Divisible by `strategy.num_replicas_in_sync`.
+    """
+
+    def __init__(self, strategy, dataset_fn, global_batch_size):
+        replicas = strategy.num_replicas_in_sync
+        if not isinstance(global_batch_size, int) or global_batch_size % replicas:
+            raise ValueError(
+                f"`batch_size` must be an integer divisible by the {replicas} replicas in "
+                f"sync. Received: batch_size={global_batch_size!r}."
+            )
+        self.strategy = strategy
+        index, workers, self.local_replicas = worker_context(strategy)
+        self.dataset = dataset_fn(index, workers, global_batch_size // replicas)
+        self.iterator = iter(self.dataset)
+        self._plain = replicas == 1 and not getattr(strategy, "cluster_resolver", None)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        batches = [next(self.iterator) for _ in range(self.local_replicas)]
+        if self._plain:
+            return batches[0]
+        return self.strategy.experimental_distribute_values_from_function(
+            lambda ctx: batches[ctx.replica_id_in_sync_group % self.local_replicas]
+        )

@@ -9,18 +9,16 @@ import tensorflow as tf
 
 from keras_bert_zoo.training.callbacks import NonFiniteGuard, StepCheckpointer
 from keras_bert_zoo.training.checkpoints import TrainingCheckpoint
-from keras_bert_zoo.training.distribute import distribute_dataset, is_chief
+from keras_bert_zoo.training.distribute import ReplicaFeeder, is_chief
 
 
-def _placeholder_dataset(element_spec):
-    """A one-batch dataset with fit's expected structure; fit never trains on it."""
+def _placeholder_batch(element_spec):
+    """Zeros with the structure of one `(x, y)` batch; fit never trains on them."""
     def zeros(spec):
         shape = [1 if d is None else d for d in spec.shape]
         return tf.zeros(shape, spec.dtype)
 
-    x_spec, y_spec = element_spec[0], element_spec[1]
-    batch = tf.nest.map_structure(zeros, (x_spec, y_spec))
-    return tf.data.Dataset.from_tensors(batch).repeat()
+    return tf.nest.map_structure(zeros, (element_spec[0], element_spec[1]))
 
 
 def fit_resumable(
@@ -67,20 +65,26 @@ def fit_resumable(
     if not isinstance(total_steps, int) or total_steps < 1:
         raise ValueError(f"`total_steps` must be a positive integer. Received: total_steps={total_steps!r}.")
     strategy = model.distribute_strategy
-    iterator = iter(distribute_dataset(strategy, dataset_fn, global_batch_size))
+    feeder = ReplicaFeeder(strategy, dataset_fn, global_batch_size)
     checkpoint = TrainingCheckpoint(
-        checkpoint_dir, model, iterator=iterator, max_to_keep=max_to_keep,
+        checkpoint_dir, model, iterator=feeder.iterator, max_to_keep=max_to_keep,
         fallback=fallback, is_chief=is_chief(strategy),
     )
     start = checkpoint.restore()
     if start >= total_steps:
         return {"step": start, "resumed_from": start, "history": None, "checkpoint": checkpoint}
-    spec = dataset_fn(0, 1, global_batch_size).element_spec
-    checkpointer = StepCheckpointer(checkpoint, iterator, save_every, on_batch=on_batch)
+    placeholder = _placeholder_batch(feeder.dataset.element_spec)
+    # Build compile metrics from plain tensors here. Keras 3.15's fit would build them
+    # from a batch reduced across replicas, which fails for dict batches under
+    # MultiWorkerMirroredStrategy; so fit's own symbolic build is skipped below.
+    with strategy.scope():
+        model._symbolic_build(data_batch=placeholder)
+    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
+    checkpointer = StepCheckpointer(checkpoint, feeder, save_every, on_batch=on_batch)
     guard = NonFiniteGuard(checkpoint.step)
     try:
         history = model.fit(
-            _placeholder_dataset(spec),
+            tf.data.Dataset.from_tensors(placeholder).repeat(),
             steps_per_epoch=total_steps - start,
             epochs=1,
             shuffle=False,
@@ -89,5 +93,6 @@ def fit_resumable(
         )
     finally:
         checkpointer.restore_train_function()
+        del model._maybe_symbolic_build
     return {"step": int(checkpoint.step.numpy()), "resumed_from": start, "history": history,
             "checkpoint": checkpoint}

@@ -26,6 +26,7 @@ def _parse():
     p.add_argument("--dtype", default="float32")
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--strategy", default="cpu")
+    p.add_argument("--sgd", type=float, default=0.0, help="SGD learning rate instead of BertAdamW")
     p.add_argument("--logical-cpus", type=int, default=0)
     p.add_argument("--kill-at-step", type=int, default=0)
     p.add_argument("--kill-in-save-at", type=int, default=0)
@@ -68,17 +69,20 @@ def main():
             cpu, [tf.config.LogicalDeviceConfiguration()] * args.logical_cpus)
     tf.config.experimental.enable_op_determinism()
     import keras
+
+    keras.config.disable_traceback_filtering()
     import numpy as np
 
-    from keras_bert_zoo.training.distribute import get_strategy, is_chief
+    from keras_bert_zoo.training.distribute import get_strategy
     from keras_bert_zoo.training.pretraining_loop import fit_resumable
     from tests.training import tiny
 
     if args.kill_in_save_at:
-        _inject_kill_in_save(args.kill_in_save_at, args.dir.rstrip("/") + ".killed")
+        _inject_kill_in_save(args.kill_in_save_at, args.dir.rstrip("/") + ".killed_in_save")
     strategy = get_strategy(args.strategy)
     with strategy.scope():
-        model = tiny.make_pretrainer(dtype=args.dtype, dropout=args.dropout)
+        optimizer = keras.optimizers.SGD(args.sgd) if args.sgd else None
+        model = tiny.make_pretrainer(dtype=args.dtype, dropout=args.dropout, optimizer=optimizer)
 
     ids_log = open(args.ids_log, "a") if args.ids_log else None
 
@@ -96,14 +100,11 @@ def main():
     result = fit_resumable(model, dataset_fn, args.batch, args.steps, args.dir,
                            save_every=args.save_every, verbose=0,
                            on_batch=on_batch)
-    if args.out and is_chief(strategy):
+    if args.out:
         variables = model.weights + model.optimizer.variables
         arrays = {f"{i:04d}": np.array(keras.ops.convert_to_numpy(v)) for i, v in enumerate(variables)}
         arrays["step"] = np.array(result["step"])
         np.savez(args.out, **arrays)
-    elif args.out:
-        variables = model.trainable_weights
-        np.savez(args.out, **{f"{i:04d}": np.array(v) for i, v in enumerate(variables)})
     print("done", result["step"], result["resumed_from"], flush=True)
 
 

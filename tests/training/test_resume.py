@@ -59,35 +59,34 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_r1_r2_kill_and_resume_is_bitwise_equal(reference, tmp_path):
+def test_r1_r2_r3_kill_and_resume_is_bitwise_equal(reference, tmp_path):
+    """Killed after step 5, then killed inside the save of step 6, then resumed to 8."""
     directory = str(tmp_path / "run")
-    killed = run_helper(directory, "--kill-at-step", "5", check=False)
+    command = ("--kill-at-step", "5", "--kill-in-save-at", "6")
+    killed = run_helper(directory, *command, check=False)
     assert killed.returncode == -9, killed.stderr[-2000:]
-    resumed = run_helper(directory, "--kill-at-step", "5")
-    assert "done 8 3" in resumed.stdout  # resumed from the step-3 checkpoint
+    assert tf.train.latest_checkpoint(directory).endswith("ckpt-3")
+
+    # R3: the same command resumes from 3 and is killed while saving step 6: its data
+    # files are written but the `checkpoint` state file still names step 3 only.
+    killed = run_helper(directory, *command, check=False)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert tf.train.latest_checkpoint(directory).endswith("ckpt-3")
+    assert os.path.exists(os.path.join(directory, "ckpt-6.index"))
+    open(os.path.join(directory, "ckpt-7.data-00000-of-00001"), "w").write("partial")  # stray
+
+    resumed = run_helper(directory, *command)
+    assert "done 8 3" in resumed.stdout  # resumed from the step-3 checkpoint again
     # R1: weights, optimizer slots and iterations, loss scale, seed states, step.
     assert_same_state(os.path.join(reference, "ref.npz"), str(tmp_path / "run.npz"))
     # R2: every step trained on exactly the reference's examples; nothing skipped.
     records, by_step = load_ids(str(tmp_path / "run.ids"))
     _, ref_by_step = load_ids(os.path.join(reference, "ref.ids"))
-    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 4, 5, 6, 7, 8]
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 4, 5, 6, 4, 5, 6, 7, 8]
     assert by_step == ref_by_step
     flat = [i for s in sorted(by_step) for i in by_step[s]]
     assert len(flat) == len(set(flat)) == STEPS * 8  # no example twice in the run
-
-
-@pytest.mark.slow
-def test_r3_kill_during_save(reference, tmp_path):
-    directory = str(tmp_path / "run")
-    killed = run_helper(directory, "--kill-in-save-at", "6", check=False)
-    assert killed.returncode == -9
-    # The data files of step 6 were written, but the state still names step 3 only.
-    assert tf.train.latest_checkpoint(directory).endswith("ckpt-3")
-    assert os.path.exists(os.path.join(directory, "ckpt-6.index"))
-    open(os.path.join(directory, "ckpt-7.data-00000-of-00001"), "w").write("partial")  # stray
-    run_helper(directory, "--kill-in-save-at", "6")
-    assert_same_state(os.path.join(reference, "ref.npz"), str(tmp_path / "run.npz"))
-    # The next save removed files no complete checkpoint names.
+    # R3: the next saves removed files no complete checkpoint names.
     names = sorted(os.listdir(directory))
     assert names == ["checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index",
                      "ckpt-6.data-00000-of-00001", "ckpt-6.index",
