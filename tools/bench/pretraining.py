@@ -129,9 +129,20 @@ def _rows(results, roof):
     return lines
 
 
-def _roof(quick):
-    roof = measure_roof(quick=quick)
-    return {d: r["gflops"] for d, r in roof.items() if "gflops" in r}
+def _roof(before, after):
+    """The larger of the matmul roofs measured before and after the section, per dtype."""
+    roof = {}
+    for dtype in ("float32", "bfloat16"):
+        values = [r[dtype]["gflops"] for r in (before, after) if "gflops" in r.get(dtype, {})]
+        if values:
+            roof[dtype] = max(values)
+    return roof
+
+
+def _load():
+    import os
+
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def _verdict(results):
@@ -150,13 +161,15 @@ def _verdict(results):
 def run(args):
     """Runs the section and returns its Markdown (see module docstring)."""
     quick = bool(getattr(args, "quick", False))
-    roof = _roof(quick)
+    load_before, roof_before = _load(), measure_roof(quick=quick)
     results = {}
     for size, precision, jit, batch, seq, settings in _plan(quick):
         kwargs = dict(size=size, precision=precision, jit=jit, batch=batch, seq=seq, **settings)
         key = (size, precision, jit, batch, seq)
         results[key] = run_config(MODULE, "measure", kwargs, timeout=1800)
         print(f"  {key}: {results[key].get('rate', results[key].get('error'))}", flush=True)
+    roof_after, load_after = measure_roof(quick=quick), _load()
+    roof = _roof(roof_before, roof_after)
     tiny, base = _plan(quick)[0][5], _plan(quick)[4][5]
     return "\n".join(
         [
@@ -176,17 +189,20 @@ def run(args):
             f"{tiny['calls_per_run']} steps; BERT-Base: {base['warmup']} warm-up, {base['runs']} timed runs of "
             f"{base['calls_per_run']}. Median and spread = (max − min) / median; warm-up s = the untimed steps, "
             "mostly graph building (and XLA compilation). FLOPs per sequence = 3 × (encoder forward + MLM head); "
-            "% of roof against the 2048³ matmul roof measured at the start of this section "
-            + ", ".join(f"({d} {v:.0f} GFLOP/s)" for d, v in roof.items())
-            + ".",
+            "% of roof against the larger of the 2048³ matmul roofs measured before and after this "
+            "section ("
+            + ", ".join(f"{d} {v:.0f} GFLOP/s" for d, v in roof.items())
+            + f"; a quiet host reaches ~205 / ~400). Host load average (1 min) before / after: "
+            f"{load_before} / {load_after} on 2 cores.",
             "",
-            "What limits us: BERT-Base is bound by the encoder's dense matmuls (oneDNN), so bf16 helps "
-            "and XLA, which loses oneDNN's bf16 kernels on this CPU, does not. BERT-Tiny is dominated "
-            "by the tied decoder (20 predictions × 128 × 30,522 per sequence, more FLOPs than its "
-            "encoder), the dense gradient of the 30,522 × 128 embedding table and the optimizer "
-            "update of 4.4M parameters: memory-bound work that bf16 barely helps. `BertPretrainer.compile` "
-            "keeps Keras' `jit_compile=\"auto\"` (XLA off on CPU-only machines, on for GPUs/TPUs) because of "
-            "these numbers. mixed_float16 is not measured: this CPU has no fast fp16 matmul. The host is "
-            "shared and noisy: compare ratios within this table, not across runs.",
+            "What limits us: BERT-Base is bound by the encoder's dense matmuls (oneDNN), so bf16 helps; "
+            "XLA compiles longer and, in bf16, gives up oneDNN's bf16 kernels. BERT-Tiny spends more "
+            "FLOPs in the tied decoder (20 predictions × 128 × 30,522 per sequence) than in its "
+            "encoder, plus the dense gradient of the 30,522 × 128 embedding table and the update of "
+            "4.4M parameters, memory-bound work where bf16 gains less. `BertPretrainer.compile` keeps "
+            "Keras' `jit_compile=\"auto\"` (XLA off on CPU-only machines, on for GPUs/TPUs): on this "
+            "CPU XLA is within noise in fp32 and slower in bf16. mixed_float16 is not measured: this "
+            "CPU has no fast fp16 matmul. The host is shared and noisy (see the load average and "
+            "spreads): compare ratios within this table, not across runs.",
         ]
     )
