@@ -6,11 +6,11 @@ import warnings
 import keras
 import numpy as np
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from keras_bert_zoo.text import normalize as norm
 from keras_bert_zoo.text import offsets as offsets_lib
 from keras_bert_zoo.text.vocabulary import load_vocabulary, save_vocabulary, validate_vocabulary
+from keras_bert_zoo.text.wordpiece import WordPiece
 
 VOCABULARY_ASSET = "vocabulary.txt"
 ERRORS = ("ignore", "strict")
@@ -168,18 +168,18 @@ class BertTokenizer(keras.layers.Layer):
         _warn_on_case_mismatch(tokens, self.lowercase)
         self._tokens = list(tokens)
         self._token_to_id = {t: i for i, t in enumerate(self._tokens)}
-        # A placeholder longer than any allowed word is always [UNK] in the WordPiece op.
-        self._max_word_bytes = 4 * self.max_chars_per_word
-        self._long_word = "x" * (self._max_word_bytes + 1)
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=_matchable_tokens(self._tokens, self.max_chars_per_word),
-            suffix_indicator="##",
-            max_bytes_per_word=self._max_word_bytes,
-            token_out_type=tf.int32,
-            unknown_token="[UNK]",
-            no_pretokenization=True,
+        self._wordpiece = WordPiece(
+            _matchable_tokens(self._tokens, self.max_chars_per_word),
+            [t.startswith("##") for t in self._tokens],
+            self._token_to_id["[UNK]"],
+            self.max_chars_per_word,
         )
         self._vocab_tensor = tf.constant(self._tokens)
+        # One traced graph per tokenizer: eager dispatch of ~40 small ops per batch would
+        # cost more than the tokenization itself.
+        spec = [tf.TensorSpec([None], tf.string)]
+        self._ids_fn = tf.function(self._ids_graph, input_signature=spec)
+        self._offsets_fn = tf.function(self._offsets_graph, input_signature=spec)
 
     def _check_vocabulary(self):
         if self._tokens is None:
@@ -248,21 +248,23 @@ class BertTokenizer(keras.layers.Layer):
                 message="An input row holds invalid UTF-8 (errors='strict').",
             )
 
-    def _split_words(self, strings):
-        """Normalised words (long ones replaced by an [UNK] placeholder) and byte spans."""
+    def _ids_graph(self, strings):
         normalized = norm.normalize(strings, self.lowercase, self.strip_accents)
-        words, begins, ends = tf_text.regex_split_with_offsets(
-            normalized, norm.WORD_SPLIT_PATTERN, norm.PUNCTUATION_CLASS
-        )  # (batch, words)
-        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.max_chars_per_word
-        flat = tf.where(too_long, self._long_word, words.flat_values)
-        return words.with_flat_values(flat), begins, ends, normalized
+        return self._wordpiece.tokenize_with_offsets(normalized)[0]
+
+    def _offsets_graph(self, strings):
+        normalized = norm.normalize(strings, self.lowercase, self.strip_accents)
+        ids, byte_begins, byte_ends = self._wordpiece.tokenize_with_offsets(normalized)
+        starts = offsets_lib.char_starts_in_normalized(strings, self.lowercase, self.strip_accents)
+        begins, ends = offsets_lib.bytes_to_chars(
+            starts, tf.cast(byte_begins, tf.int64), tf.cast(byte_ends, tf.int64)
+        )
+        return ids, begins, ends
 
     def tokenize(self, inputs):
         """Strings -> int32 ragged ids (batch, tokens); a scalar gives 1-D ids."""
         strings, scalar = self._prepare(inputs)
-        words, _, _, _ = self._split_words(strings)
-        ids = self._wordpiece.tokenize(words).merge_dims(1, 2)  # (batch, tokens)
+        ids = self._ids_fn(strings)
         return ids[0] if scalar else ids
 
     def tokenize_with_offsets(self, inputs):
@@ -277,18 +279,7 @@ class BertTokenizer(keras.layers.Layer):
             (ids, begins, ends): int32 ragged ids and int64 ragged character offsets.
         """
         strings, scalar = self._prepare(inputs)
-        words, word_begins, word_ends, _ = self._split_words(strings)
-        ids, piece_begins, piece_ends = self._wordpiece.tokenize_with_offsets(words)
-        word_begins = tf.expand_dims(word_begins, -1)  # (batch, words, 1)
-        word_bytes = tf.expand_dims(word_ends, -1) - word_begins
-        byte_begins = tf.cast(piece_begins, tf.int64) + word_begins
-        # A long word's placeholder piece ends past the word: clip to the word's end.
-        byte_ends = tf.minimum(tf.cast(piece_ends, tf.int64), word_bytes) + word_begins
-        starts = offsets_lib.char_starts_in_normalized(strings, self.lowercase, self.strip_accents)
-        begins, ends = offsets_lib.bytes_to_chars(
-            starts, byte_begins.merge_dims(1, 2), byte_ends.merge_dims(1, 2)
-        )
-        ids = ids.merge_dims(1, 2)
+        ids, begins, ends = self._offsets_fn(strings)
         if scalar:
             return ids[0], begins[0], ends[0]
         return ids, begins, ends

@@ -51,7 +51,8 @@ def cap_length(strings, max_chars):
 def clean_text(strings):
     """Original `_clean_text`: whitespace -> space; drop NUL, U+FFFD, Cc and Cf."""
     # Whitespace first, so tab/LF/CR survive the control-character removal as spaces.
-    strings = tf.strings.regex_replace(strings, r"[\t\n\r\p{Zs}]", " ")
+    # (Zs other than the plain space: matching every space would cost a replacement each.)
+    strings = tf.strings.regex_replace(strings, r"[\t\n\r]|[^\P{Zs} ]", " ")
     return tf.strings.regex_replace(strings, r"[\x00\x{FFFD}\p{Cc}\p{Cf}]", "")
 
 

@@ -1,0 +1,78 @@
+"""Whole-string WordPiece over normalised text, with the original's 200-character limit.
+
+tensorflow-text's `FastBertTokenizer` (without its own NFKC normaliser) splits on
+whitespace and punctuation and runs greedy longest-match WordPiece in one fast op, but
+its word limit counts UTF-8 bytes. `WordPiece` sets that limit to 4 bytes per allowed
+character (so no legal word is cut) and then turns every word longer than the limit in
+*characters* into a single `[UNK]`, as the original does. Words are recovered from the
+pieces: a word starts at every piece that is not a `##` continuation.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+
+class WordPiece:
+    """Normalised strings -> WordPiece ids and byte offsets (not a Keras layer).
+
+    Args:
+        tokens: list of str, the vocabulary as the op may see it (id = index).
+        is_continuation: list of bool per id, True for `##` pieces.
+        unk_id: int. Id of `[UNK]`.
+        max_chars_per_word: int. Longer words become `[UNK]`.
+    """
+
+    def __init__(self, tokens, is_continuation, unk_id, max_chars_per_word):
+        self.unk_id = unk_id
+        self.max_chars_per_word = max_chars_per_word
+        self._is_continuation = tf.constant(is_continuation, tf.bool)
+        self._op = tf_text.FastBertTokenizer(
+            vocab=tokens,
+            suffix_indicator="##",
+            max_bytes_per_word=4 * max_chars_per_word,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            lower_case_nfd_strip_accents=False,  # we normalise exactly, beforehand
+        )
+
+    def tokenize_with_offsets(self, normalized):
+        """1-D normalised strings -> (ids, begins, ends), ragged (batch, tokens), bytes."""
+        ids, begins, ends = self._op.tokenize_with_offsets(normalized)
+        ids, begins, ends = (t.merge_dims(1, -1) if t.ragged_rank > 1 else t for t in (ids, begins, ends))
+        flat_ids, flat_begins, flat_ends = ids.flat_values, begins.flat_values, ends.flat_values
+        rows = ids.value_rowids()
+        num = tf.shape(flat_ids, out_type=tf.int64)[0]
+        is_start = tf.logical_not(tf.gather(self._is_continuation, flat_ids))
+        # A piece ends its word when the next piece starts a word or a new row.
+        next_starts = tf.logical_or(is_start[1:], tf.not_equal(rows[1:], rows[:-1]))
+        is_end = tf.concat([next_starts, [True]], 0)[:num]
+        word_begins = tf.boolean_mask(flat_begins, is_start)
+        word_ends = tf.boolean_mask(flat_ends, is_end)
+        word_rows = tf.boolean_mask(rows, is_start)
+        too_long = self._too_long(normalized, word_rows, word_begins, word_ends)
+        word_of_piece = tf.cumsum(tf.cast(is_start, tf.int64)) - 1
+        long_piece = tf.gather(too_long, word_of_piece)
+        keep = tf.logical_or(is_start, tf.logical_not(long_piece))
+        flat_ids = tf.where(long_piece, tf.constant(self.unk_id, flat_ids.dtype), flat_ids)
+        # The [UNK] of a long word spans the whole word.
+        flat_ends = tf.where(long_piece, tf.gather(word_ends, word_of_piece), flat_ends)
+        # Drop the continuation pieces of long words (flat ops: cheaper than ragged masks).
+        row_lengths = tf.math.unsorted_segment_sum(
+            tf.cast(keep, tf.int64), rows, ids.nrows(out_type=tf.int64)
+        )
+        return tuple(
+            tf.RaggedTensor.from_row_lengths(tf.boolean_mask(values, keep), row_lengths, validate=False)
+            for values in (flat_ids, flat_begins, flat_ends)
+        )
+
+    def _too_long(self, normalized, rows, begins, ends):
+        """Per word: more than `max_chars_per_word` characters (checked only for words
+        with more bytes than that, which are rare)."""
+        nbytes = ends - begins
+        candidates = tf.where(nbytes > self.max_chars_per_word)  # (k, 1)
+        texts = tf.gather(normalized, tf.gather_nd(rows, candidates))
+        spans = tf.strings.substr(
+            texts, tf.gather_nd(begins, candidates), tf.gather_nd(nbytes, candidates), unit="BYTE"
+        )
+        long = tf.strings.length(spans, unit="UTF8_CHAR") > self.max_chars_per_word
+        return tf.scatter_nd(candidates, long, tf.shape(nbytes, out_type=tf.int64))
