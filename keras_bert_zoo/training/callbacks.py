@@ -2,7 +2,8 @@
 
 `StepCheckpointer` feeds `fit` from an iterator that a `TrainingCheckpoint` owns and
 saves every N steps; `NonFiniteGuard` stops on a NaN/inf loss or weight naming the
-step; `HeldOutEvaluation` reports MLM and NSP accuracy on held-out batches.
+step; `HeldOutEvaluation` reports MLM and NSP accuracy on held-out batches;
+`ScalarLogger` writes training scalars for TensorBoard.
 """
 
 import logging
@@ -10,6 +11,8 @@ import logging
 import keras
 import numpy as np
 import tensorflow as tf
+
+from keras_bert_zoo.training.pretraining_eval import write_scalar
 
 logger = logging.getLogger(__name__)
 
@@ -199,8 +202,40 @@ class HeldOutEvaluation(keras.callbacks.Callback):
         print(f"\nstep {step}: held-out " + ", ".join(
             f"{k} {v:.4f}" for k, v in result.items() if v is not None), flush=True)
         if self._writer is not None:
-            with self._writer.as_default(step=step):
+            with self._writer.as_default():
                 for key, value in result.items():
                     if value is not None:
-                        tf.summary.scalar(key, value)
+                        write_scalar(f"held_out/{key}", value, step)
             self._writer.flush()
+
+
+class ScalarLogger(keras.callbacks.Callback):
+    """Writes the training logs (loss, accuracies) to TensorBoard at the global step.
+
+    Works without the `tensorboard` package (core `tf.summary.write`); unlike
+    `keras.callbacks.TensorBoard`, steps continue across restarts.
+
+    Args:
+        log_dir: str. Events go to `<log_dir>/train`.
+        every_n_steps: int. Defaults to 10.
+        step: `tf.Variable` global step, or None (`fit_resumable` sets it).
+    """
+
+    def __init__(self, log_dir, every_n_steps=10, step=None):
+        super().__init__()
+        self.every_n_steps = max(1, int(every_n_steps))
+        self.step = step
+        self._writer = tf.summary.create_file_writer(log_dir + "/train")
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.step.numpy()) if self.step is not None else batch + 1
+        if step % self.every_n_steps or not logs:
+            return
+        with self._writer.as_default():
+            for key, value in logs.items():
+                value = float(value)
+                if np.isfinite(value):
+                    write_scalar(f"train/{key}", value, step)
+            learning_rate = self.model.optimizer.learning_rate
+            write_scalar("train/learning_rate", float(keras.ops.convert_to_numpy(learning_rate)), step)
+        self._writer.flush()

@@ -7,7 +7,7 @@ position as if it had never stopped (bit for bit on CPU with op determinism).
 
 import tensorflow as tf
 
-from keras_bert_zoo.training.callbacks import NonFiniteGuard, StepCheckpointer
+from keras_bert_zoo.training.callbacks import HeldOutEvaluation, NonFiniteGuard, ScalarLogger, StepCheckpointer
 from keras_bert_zoo.training.checkpoints import TrainingCheckpoint
 from keras_bert_zoo.training.distribute import ReplicaFeeder, is_chief
 
@@ -80,6 +80,9 @@ def fit_resumable(
     with strategy.scope():
         model._symbolic_build(data_batch=placeholder)
     model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
+    for callback in callbacks:
+        if isinstance(callback, (HeldOutEvaluation, ScalarLogger)) and callback.step is None:
+            callback.step = checkpoint.step  # report the global step, across restarts
     checkpointer = StepCheckpointer(checkpoint, feeder, save_every, on_batch=on_batch)
     guard = NonFiniteGuard(checkpoint.step)
     try:
