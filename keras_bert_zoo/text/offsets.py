@@ -24,10 +24,20 @@ def char_starts_in_normalized(strings, lowercase, strip_accents):
     Returns:
         int64 `tf.RaggedTensor` (batch, chars): exclusive cumulative byte lengths.
     """
-    chars = tf.strings.unicode_split(strings, "UTF-8")  # (batch, chars)
-    normalized = norm.normalize(chars.flat_values, lowercase, strip_accents)
-    lengths = tf.cast(tf.strings.length(normalized), tf.int64)
-    lengths = chars.with_flat_values(lengths)
+    codepoints = tf.strings.unicode_decode(strings, "UTF-8")  # (batch, chars)
+    flat = codepoints.flat_values
+    # ASCII needs no string ops: tab/LF/CR become a space, other controls vanish,
+    # printable characters stay one byte (lower-casing and NFD keep ASCII as is).
+    printable = tf.logical_and(flat >= 32, flat <= 126)
+    whitespace = tf.logical_or(tf.equal(flat, 9), tf.logical_or(tf.equal(flat, 10), tf.equal(flat, 13)))
+    lengths = tf.cast(tf.logical_or(printable, whitespace), tf.int64)
+    # Other characters are normalised one by one (rare in English text).
+    others = tf.where(flat >= 128)  # (k, 1)
+    chars = tf.strings.unicode_encode(tf.gather_nd(flat, others)[:, tf.newaxis], "UTF-8")  # (k,)
+    normalized = norm.normalize(chars, lowercase, strip_accents)
+    other_lengths = tf.cast(tf.strings.length(normalized), tf.int64)
+    lengths = tf.tensor_scatter_nd_update(lengths, others, other_lengths)
+    lengths = codepoints.with_flat_values(lengths)
     starts = tf.cumsum(lengths, axis=1, exclusive=True)
     return starts
 

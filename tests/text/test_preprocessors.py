@@ -6,14 +6,13 @@ import time
 import warnings
 
 import keras
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_bert_zoo import BertBackbone
 from keras_bert_zoo.text import BertPreprocessor, BertTokenizer
 from keras_bert_zoo.text.preprocessors import preset_lowercase
-from tests.helpers import assert_all_close, assert_config_round_trip
+from tests.helpers import assert_config_round_trip, assert_saved_model_equal
 from tests.text.reference_tokenizer import FullTokenizer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "man", "is", "eating", ".",
@@ -82,10 +81,9 @@ def test_config_and_keras_file(tmp_path):
     backbone = BertBackbone(len(VOCAB), 2, 2, 16, 32, max_sequence_length=10)
     model = keras.Model(inputs, backbone(pre(inputs))["pooled_output"])
     texts = tf.constant(["a man is eating.", "the dog runs"])
-    path = os.path.join(str(tmp_path), "m.keras")
-    model.save(path)
-    restored = keras.saving.load_model(path, safe_mode=True)
-    assert_all_close(restored(texts), model(texts))
+    restored = assert_saved_model_equal(model, texts, tmp_path)
+    restored_pre = next(layer for layer in restored.layers if isinstance(layer, BertPreprocessor))
+    assert restored_pre.tokenizer.get_vocabulary() == VOCAB
 
 
 def test_bad_arguments():
