@@ -123,3 +123,40 @@ def test_from_preset_without_vocabulary_is_clear(tmp_path):
     os.remove(os.path.join(path, "vocab.txt"))
     with pytest.raises(ValueError, match="vocab.txt"):
         BertPreprocessor.from_preset(path)
+
+
+class _Serving(tf.Module):
+    def __init__(self, preprocessor):
+        super().__init__()
+        self.preprocessor = preprocessor
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.string)])
+    def serve(self, a, b):
+        return self.preprocessor((a, b))
+
+
+@pytest.mark.slow
+def test_saved_model_runs_with_only_tensorflow_text(tmp_path):
+    """R16 (text part): the exported graph needs tensorflow + tensorflow_text only, no PyFunc."""
+    import subprocess
+    import sys
+
+    pre = BertPreprocessor(BertTokenizer(VOCAB), sequence_length=10)
+    a, b = ["A man is eating.", "Ünïcode\u200b dog"], ["Someone eats.", "runs!"]
+    expected = pre((a, b))["token_ids"].numpy().tolist()
+    tf.saved_model.save(_Serving(pre), str(tmp_path / "sm"))
+    script = (
+        "import json, sys, tensorflow as tf, tensorflow_text\n"
+        f"m = tf.saved_model.load({str(tmp_path / 'sm')!r})\n"
+        f"out = m.serve(tf.constant({a!r}), tf.constant({b!r}))['token_ids'].numpy().tolist()\n"
+        "g = m.serve.get_concrete_function().graph.as_graph_def()\n"
+        "ops = {n.op for n in g.node} | {n.op for f in g.library.function for n in f.node_def}\n"
+        "print(json.dumps([out, sorted(o for o in ops if 'PyFunc' in o)]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+        cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": ""},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out, pyfuncs = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out == expected and pyfuncs == []
