@@ -57,6 +57,14 @@ def _build_model(preset, size, vocabulary_size, precision, load_weights, learnin
     if preset is not None:
         backbone = BertBackbone.from_preset(preset, load_weights=load_weights, dtype=precision, **size)
     else:
+        size = dict(size)
+        given = size.pop("vocabulary_size", None)
+        if given is not None and vocabulary_size is not None and given != vocabulary_size:
+            raise ValueError(
+                f"size['vocabulary_size']={given} does not match the vocabulary's "
+                f"{vocabulary_size} tokens. Drop it or use the matching vocab.txt."
+            )
+        vocabulary_size = vocabulary_size or given
         missing = [k for k in ("num_layers", "num_heads", "hidden_dim", "intermediate_dim") if k not in size]
         if missing or vocabulary_size is None:
             raise ValueError(f"A custom size needs {missing or 'a vocabulary'}. Received: size={size!r}.")
