@@ -1,6 +1,4 @@
-"""Tiny pretraining models and synthetic shared-contract batches for the training tests.
-
-"""
+"""Tiny pretraining models and synthetic shared-contract batches for the training tests."""
 
 import keras
 import numpy as np
