@@ -1,7 +1,6 @@
 """`BertTokenizer`: the original BERT WordPiece tokenizer as an in-graph Keras layer."""
 
 import os
-import warnings
 
 import keras
 import numpy as np
@@ -9,8 +8,13 @@ import tensorflow as tf
 
 from keras_bert_zoo.text import normalize as norm
 from keras_bert_zoo.text import offsets as offsets_lib
-from keras_bert_zoo.text.vocabulary import load_vocabulary, save_vocabulary, validate_vocabulary
-from keras_bert_zoo.text.wordpiece import WordPiece
+from keras_bert_zoo.text.vocabulary import (
+    load_vocabulary,
+    save_vocabulary,
+    validate_vocabulary,
+    warn_on_case_mismatch,
+)
+from keras_bert_zoo.text.wordpiece import WordPiece, matchable_tokens
 
 VOCABULARY_ASSET = "vocabulary.txt"
 ERRORS = ("ignore", "strict")
@@ -20,52 +24,6 @@ def _in_safe_mode():
     from keras.src.saving import serialization_lib
 
     return bool(serialization_lib.in_safe_mode())
-
-
-def _warn_on_case_mismatch(tokens, lowercase):
-    """Warns like the original `validate_case_matches_checkpoint` on a casing mismatch."""
-    words = [t for t in tokens if not (t.startswith("[") and t.endswith("]"))]
-    upper = sum(1 for t in words if any(c.isupper() for c in t))
-    if lowercase and upper > max(2, 0.005 * len(words)):
-        warnings.warn(
-            f"The vocabulary looks cased ({upper} tokens hold upper-case letters) but "
-            "lowercase=True: those tokens can never be produced. Pass lowercase=False for "
-            "a cased vocabulary.",
-            stacklevel=3,
-        )
-    elif not lowercase and upper == 0 and len(words) > 0:
-        warnings.warn(
-            "The vocabulary looks uncased (no token holds an upper-case letter) but "
-            "lowercase=False: capitalised words will split badly or become [UNK]. Pass "
-            "lowercase=True for an uncased vocabulary.",
-            stacklevel=3,
-        )
-
-
-def _matchable_tokens(tokens, max_chars_per_word):
-    """The vocabulary for the WordPiece op, ids unchanged.
-
-    The op refuses tokens over 256 UTF-8 bytes (without `##`). Tokens longer than
-    `max_chars_per_word` characters can never match (such words are [UNK]); both are
-    replaced by placeholders that no word can match (`[` is always split off as
-    punctuation). Tokens of <= 200 characters but > 256 bytes cannot be matched here
-    although the original could match them; Google's vocabularies have none, so warn.
-    """
-    out, unmatchable = [], []
-    for i, token in enumerate(tokens):
-        body = token[2:] if token.startswith("##") else token
-        if len(body.encode("utf-8")) > 256 or len(body) > max_chars_per_word:
-            if len(body) <= max_chars_per_word:
-                unmatchable.append(token)
-            token = f"[kbz_unmatchable_{i}]"
-        out.append(token)
-    if unmatchable:
-        warnings.warn(
-            f"{len(unmatchable)} vocabulary tokens exceed 256 UTF-8 bytes and will never be "
-            f"produced (first: {unmatchable[0][:40]!r}...).",
-            stacklevel=4,
-        )
-    return out
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -87,9 +45,13 @@ class BertTokenizer(keras.layers.Layer):
     no NFKC case folding (`ß`, `…`, `ﬁ`, full-width letters stay as the original has them).
 
     Invalid UTF-8 bytes are dropped from the row that holds them (other rows are
-    unchanged) or, with `errors="strict"`, raise a `ValueError` naming the row. Inputs
+    unchanged) or, with `errors="strict"`, raise a `ValueError` naming the rows (inside
+    a traced graph such as `tf.data.map`: a `tf.errors.InvalidArgumentError`). Inputs
     are capped at `max_input_chars` characters before tokenizing, so a huge document
     costs bounded time and memory.
+
+    Known limit: tensorflow-text's WordPiece op refuses vocabulary tokens over 256 UTF-8
+    bytes; such tokens (none in Google's vocabularies) are never produced, with a warning.
 
     Args:
         vocabulary: str, list of str or None. Path to `vocab.txt` or the tokens (id =
@@ -165,11 +127,11 @@ class BertTokenizer(keras.layers.Layer):
             if isinstance(vocabulary, np.ndarray):
                 vocabulary = [str(t) for t in vocabulary.tolist()]
             tokens = validate_vocabulary(vocabulary)
-        _warn_on_case_mismatch(tokens, self.lowercase)
+        warn_on_case_mismatch(tokens, self.lowercase)
         self._tokens = list(tokens)
         self._token_to_id = {t: i for i, t in enumerate(self._tokens)}
         self._wordpiece = WordPiece(
-            _matchable_tokens(self._tokens, self.max_chars_per_word),
+            matchable_tokens(self._tokens, self.max_chars_per_word),
             [t.startswith("##") for t in self._tokens],
             self._token_to_id["[UNK]"],
             self.max_chars_per_word,

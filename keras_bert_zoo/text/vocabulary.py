@@ -5,6 +5,7 @@ Google's `vocab.txt` files.
 """
 
 import os
+import warnings
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -101,6 +102,26 @@ def save_vocabulary(tokens, path):
         f.write("".join(token + "\n" for token in tokens))
     os.replace(tmp, path)
     return path
+
+
+def warn_on_case_mismatch(tokens, lowercase):
+    """Warns like the original `validate_case_matches_checkpoint` on a casing mismatch."""
+    words = [t for t in tokens if not (t.startswith("[") and t.endswith("]"))]
+    upper = sum(1 for t in words if any(c.isupper() for c in t))
+    if lowercase and upper > max(2, 0.005 * len(words)):
+        warnings.warn(
+            f"The vocabulary looks cased ({upper} tokens hold upper-case letters) but "
+            "lowercase=True: those tokens can never be produced. Pass lowercase=False for "
+            "a cased vocabulary.",
+            stacklevel=4,
+        )
+    elif not lowercase and upper == 0 and len(words) > 0:
+        warnings.warn(
+            "The vocabulary looks uncased (no token holds an upper-case letter) but "
+            "lowercase=False: capitalised words will split badly or become [UNK]. Pass "
+            "lowercase=True for an uncased vocabulary.",
+            stacklevel=4,
+        )
 
 
 def google_reserved_tokens(num_unused=99):

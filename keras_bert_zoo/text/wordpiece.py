@@ -8,6 +8,8 @@ character (so no legal word is cut) and then turns every word longer than the li
 pieces: a word starts at every piece that is not a `##` continuation.
 """
 
+import warnings
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -76,3 +78,29 @@ class WordPiece:
         )
         long = tf.strings.length(spans, unit="UTF8_CHAR") > self.max_chars_per_word
         return tf.scatter_nd(candidates, long, tf.shape(nbytes, out_type=tf.int64))
+
+
+def matchable_tokens(tokens, max_chars_per_word):
+    """The vocabulary for the WordPiece op, ids unchanged.
+
+    The op refuses tokens over 256 UTF-8 bytes (without `##`). Tokens longer than
+    `max_chars_per_word` characters can never match (such words are [UNK]); both are
+    replaced by placeholders that no word can match (`[` is always split off as
+    punctuation). Tokens of <= 200 characters but > 256 bytes cannot be matched here
+    although the original could match them; Google's vocabularies have none, so warn.
+    """
+    out, unmatchable = [], []
+    for i, token in enumerate(tokens):
+        body = token[2:] if token.startswith("##") else token
+        if len(body.encode("utf-8")) > 256 or len(body) > max_chars_per_word:
+            if len(body) <= max_chars_per_word:
+                unmatchable.append(token)
+            token = f"[kbz_unmatchable_{i}]"
+        out.append(token)
+    if unmatchable:
+        warnings.warn(
+            f"{len(unmatchable)} vocabulary tokens exceed 256 UTF-8 bytes and will never be "
+            f"produced (first: {unmatchable[0][:40]!r}...).",
+            stacklevel=5,
+        )
+    return out
