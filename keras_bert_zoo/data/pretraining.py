@@ -191,4 +191,10 @@ def pretraining_dataset(files, tokenizer, batch_size, sequence_length=128, max_p
     windows = instance_windows(files, tokenizer, masker, sequence_length, short_seq_prob, seed, num_epochs,
                                window_size)
     instances = windows.map(lambda f, s: f).unbatch()
-    return instances.batch(batch_size, drop_remainder=drop_remainder).map(to_batch_layout).prefetch(2)
+    ds = instances.batch(batch_size, drop_remainder=drop_remainder).map(to_batch_layout).prefetch(2)
+    # The tokenizer runs as a traced function with a constant vocabulary table: tf.data
+    # flags both as "external state" and would refuse to checkpoint the iterator. All our
+    # randomness is stateless, so the iterator's position is its whole state.
+    options = tf.data.Options()
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+    return ds.with_options(options)

@@ -163,3 +163,14 @@ def test_cli_with_parallel_workers_equals_one_worker(written, tmp_path):
     assert json.load(open(str(tmp_path / "cli.report.json")))["counts"] == report["counts"]
     with pytest.raises(SystemExit, match="vocab_file"):
         cli.main(args[:4] + ["--vocab_file", str(tmp_path / "nope.txt")])
+
+
+def test_report_library_function_matches_the_writer(written):
+    from keras_bert_zoo.data.pretraining_report import format_report, pretraining_report
+
+    files, _, tokenizer, report = written
+    lib = pretraining_report(files[:1], tokenizer, sequence_length=S, max_predictions=P, seed=5, epochs=2)
+    records = sum(1 for _ in tf.data.TFRecordDataset(report["outputs"][0]))  # shard 0 has seed 5
+    assert lib["counts"]["instances"] == records
+    text = format_report(lib)
+    assert f"instances: {records}," in text and "[UNK] rate" in text
