@@ -101,8 +101,6 @@ def measure_static(files, vocab, runs, num_workers):
 
 def measure_steady(files, vocab, runs, mode):
     """Instances/s after the first window (static) or first batch (on the fly)."""
-    import tensorflow as tf
-
     from keras_bert_zoo.data.pretraining import instance_windows, make_masker, pretraining_dataset
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 
@@ -133,14 +131,11 @@ def measure_steady(files, vocab, runs, mode):
         times.append(time.perf_counter() - start)
         counts.append(n)
     rates = [c / t for c, t in zip(counts, times)]
-    del tf
     return {**summarize([1.0 / r for r in rates], 1.0)}
 
 
 def measure_data_wait(files, vocab, steps):
     """BERT-Base pretraining fed on the fly: share of step time blocked on data."""
-    import keras
-
     from keras_bert_zoo.data.pretraining import pretraining_dataset
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
@@ -162,7 +157,6 @@ def measure_data_wait(files, vocab, steps):
         end = time.perf_counter()
         waits.append(got - start)
         totals.append(end - start)
-    del keras
     return {"wait_fraction": sum(waits) / sum(totals), "step_s": sorted(totals)[len(totals) // 2],
             "waits": waits, "totals": totals}
 
