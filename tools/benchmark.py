@@ -53,12 +53,13 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="Fewer repetitions; for smoke runs.")
     parser.add_argument("--no-write", action="store_true", help="Print only; leave docs/benchmarks.md alone.")
     args = parser.parse_args(argv)
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else HEADER
     for name in args.only or SECTIONS:
         module = importlib.import_module(f"tools.bench.{name}")
         stamp = f"_Measured {datetime.date.today().isoformat()} on {platform.machine()}, Python {platform.python_version()}._"
         body = module.run(args).strip() + "\n\n" + stamp
         print(body, flush=True)
+        # Re-read just before writing: another section may have been written meanwhile.
+        text = DOC.read_text(encoding="utf-8") if DOC.exists() else HEADER
         text = replace_section(text, name, body)
         if not args.no_write:
             DOC.parent.mkdir(exist_ok=True)
