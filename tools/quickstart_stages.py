@@ -173,7 +173,10 @@ def build_backbone(args, vocabulary_size):
     from keras_bert_zoo.presets import get_preset_config
 
     if args.size is None:
-        config = dict(num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64,
+        # Hidden 256, not smaller: with BERT's init (stddev 0.02) the attention path's
+        # gain is ~(0.02·√H)², so at H ≤ 128 context barely reaches the output and
+        # training sits on the unigram plateau for thousands of steps.
+        config = dict(num_layers=2, num_heads=4, hidden_dim=256, intermediate_dim=512,
                       max_sequence_length=max(args.seq_length, 64))
     else:
         config = get_preset_config(args.size)
@@ -182,15 +185,11 @@ def build_backbone(args, vocabulary_size):
 
 
 def pretrain(args, run, data):
-    """Stage 4: pretrain with BertAdamW (warmup + linear decay) until steps or time budget.
-
-    Runs through `fit_resumable`: checkpoints in `runs/<name>/checkpoints`, so the same
-    command after a crash continues where it stopped."""
+    """Stage 4: pretrain with BertAdamW (warmup + linear decay) until steps or time budget."""
     import keras
 
     from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
     from keras_bert_zoo.training.pretraining_eval import HeldoutEvaluation
-    from keras_bert_zoo.training.pretraining_loop import fit_resumable
 
     keras.utils.set_random_seed(args.seed)
     backbone = build_backbone(args, data["tokenizer"].vocabulary_size())
@@ -202,17 +201,17 @@ def pretrain(args, run, data):
                                    progress=lambda r: say("train", _record_line(r)))
     bar = _ProgressBar(args.steps, enabled=not args.no_progress)
     start = time.perf_counter()
-    result = fit_resumable(model, lambda i, n, b: data["make_train"](b), args.batch_size,
-                           args.steps, run("checkpoints"), save_every=args.eval_every,
-                           max_to_keep=1, callbacks=[evaluation, bar], verbose=0)
+    # Plain `fit` over the on-the-fly dataset. (`training.pretraining_loop.fit_resumable`
+    # would add step-exact resume, but it needs a checkpointable data iterator.)
+    model.fit(data["make_train"](args.batch_size), steps_per_epoch=args.steps, epochs=1,
+              callbacks=[evaluation, bar], verbose=0)
     bar.close()
     seconds = time.perf_counter() - start
-    steps = result["step"] - result["resumed_from"]
-    say("train", f"{steps} steps (to global step {result['step']}) of a "
-        f"{backbone.count_params():,}-parameter BERT in {seconds:.0f}s "
+    steps = evaluation.history[-1]["step"]
+    say("train", f"{steps} steps of a {backbone.count_params():,}-parameter BERT in {seconds:.0f}s "
         f"({steps * args.batch_size / max(seconds, 1e-9):.1f} sequences/s, graph building included)")
-    return model, {"history": evaluation.history, "steps": result["step"], "seconds": seconds,
-                   "resumed_from": result["resumed_from"], "parameters": int(backbone.count_params())}
+    return model, {"history": evaluation.history, "steps": steps, "seconds": seconds,
+                   "parameters": int(backbone.count_params())}
 
 
 def _record_line(r):

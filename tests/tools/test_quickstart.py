@@ -33,11 +33,35 @@ def test_tiny_flag_keeps_explicit_overrides():
     assert args.seq_length == quickstart.TINY["seq_length"]
 
 
+NOUNS = ("river stone forest castle engine planet violin garden harbor desert market bridge "
+         "island tunnel museum kitchen glacier valley temple orchard canyon meadow factory "
+         "lantern").split()
+
+
+def _topic_corpus(path, documents=120, seed=0):
+    """Documents in 12 topics: each topic's main word (≈60% of its words) beats "the"
+    (≈25%) inside the document, while "the" is the most frequent word overall. A model
+    that reads its context beats the unigram baseline; one that does not cannot."""
+    rng = np.random.default_rng(seed)
+    topics = [NOUNS[2 * k : 2 * k + 2] for k in range(12)]
+    with open(path, "w", encoding="utf-8") as f:
+        for d in range(documents):
+            main, other = topics[d % 12]
+            words = np.asarray(["the", main, other, "and"])
+            for _ in range(int(rng.integers(6, 10))):
+                draw = rng.choice(words, size=int(rng.integers(8, 13)), p=[0.25, 0.6, 0.1, 0.05])
+                f.write(" ".join(draw).capitalize() + ".\n")
+            f.write("\n")
+    return str(path)
+
+
 @pytest.mark.slow
 def test_quickstart_tiny_end_to_end(tmp_path):
     from keras_bert_zoo.text.vocabulary import load_vocabulary
 
-    summary = quickstart.main(["--tiny", "--runs-dir", str(tmp_path), "--name", "t", "--no-progress"])
+    corpus = _topic_corpus(tmp_path / "topics.txt")
+    summary = quickstart.main(["--tiny", "--input", corpus, "--heldout-fraction", "0.2",
+                               "--runs-dir", str(tmp_path), "--name", "t", "--no-progress"])
     run = tmp_path / "t"
     # Stage 1: corpus in the original format.
     train = open(summary["corpus"]["train_files"][0], encoding="utf-8").read()
