@@ -117,6 +117,9 @@ class BertBackbone(Backbone):
             dtype=policy,
             **kwargs,
         )
+        # keras.Model (Functional) drops `dtype`; keep it so get_config/.keras reloads keep
+        # the mixed-precision policy.
+        self._dtype_policy = policy
         # === Config ===
         self.vocabulary_size = vocabulary_size
         self.num_layers = num_layers

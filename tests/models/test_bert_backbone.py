@@ -69,6 +69,17 @@ def test_config_round_trip(tiny_config):
     assert clone.count_params() == model.count_params()
 
 
+def test_mixed_policy_survives_config_and_saving(tiny_config, tmp_path):
+    model = BertBackbone(**tiny_config, dtype="mixed_bfloat16")
+    clone = BertBackbone.from_config(model.get_config())
+    assert clone.dtype_policy.name == "mixed_bfloat16"
+    assert clone.transformer_layers[0].dtype_policy.name == "mixed_bfloat16"
+    model.save(str(tmp_path / "m.keras"))
+    restored = keras.saving.load_model(str(tmp_path / "m.keras"))
+    assert restored.dtype_policy.name == "mixed_bfloat16"
+    assert restored(random_inputs())["sequence_output"].dtype == "bfloat16"
+
+
 def test_save_and_load_in_safe_mode(tiny_config, tmp_path):
     model = _backbone(tiny_config)
     randomize_weights(model, seed=6, scale=0.3)
