@@ -226,7 +226,9 @@ class BertTokenizer(keras.layers.Layer):
     def tokenize(self, inputs):
         """Strings -> int32 ragged ids (batch, tokens); a scalar gives 1-D ids."""
         strings, scalar = self._prepare(inputs)
-        ids = self._ids_fn(strings)
+        # Inside a graph (tf.data.map, an exported function) the ops are inlined: a nested
+        # function call would count as "external state" and block iterator checkpoints.
+        ids = self._ids_fn(strings) if tf.executing_eagerly() else self._ids_graph(strings)
         return ids[0] if scalar else ids
 
     def tokenize_with_offsets(self, inputs):
@@ -241,7 +243,8 @@ class BertTokenizer(keras.layers.Layer):
             (ids, begins, ends): int32 ragged ids and int64 ragged character offsets.
         """
         strings, scalar = self._prepare(inputs)
-        ids, begins, ends = self._offsets_fn(strings)
+        fn = self._offsets_fn if tf.executing_eagerly() else self._offsets_graph
+        ids, begins, ends = fn(strings)
         if scalar:
             return ids[0], begins[0], ends[0]
         return ids, begins, ends
