@@ -18,8 +18,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["keras_bert_zoo", "keras_bert_zoo.*"]),
-    package_data={"keras_bert_zoo": ["presets/registry.json"]},
-    include_package_data=True,
+    data_files=[("share/keras_bert_zoo/presets", ["presets/registry.json"])],
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "keras>=3.15,<4",
@@ -37,13 +36,17 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-timeout",
+            # learn_vocabulary's fast trainer (the demo path) is exercised by the tests.
+            "tokenizers",
         ],
         "demo": [
             # Wikipedia markup filtering (filter_wiki) and the sample dump inside its wheel.
             "gensim>=4.3",
             # The training-curve PNG of the main job.
             "matplotlib",
-            # TensorBoard event files are written by tf.summary; tensorboard itself comes with TF.
+            # learn_vocabulary's Rust WordPiece trainer: the tensorflow-text learner takes
+            # minutes for what it does in seconds. The vocabulary is still re-laid in Google's order.
+            "tokenizers",
         ],
         "bench": [
             # Install torch==2.13.0 (CPU build) before this extra: see Makefile `bench`.
