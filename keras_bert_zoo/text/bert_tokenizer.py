@@ -192,8 +192,8 @@ class BertTokenizer(keras.layers.Layer):
         strings = tf.reshape(inputs, [-1])
         if self.errors == "strict":
             self._raise_on_invalid(strings)
-        strings = norm.drop_invalid_utf8(strings)
-        return norm.cap_length(strings, self.max_input_chars), scalar
+        # Invalid bytes are dropped and inputs capped inside the graphs (only where needed).
+        return strings, scalar
 
     def _raise_on_invalid(self, strings):
         bad = norm.invalid_utf8_rows(strings)
@@ -211,10 +211,13 @@ class BertTokenizer(keras.layers.Layer):
             )
 
     def _ids_graph(self, strings):
-        normalized = norm.normalize(strings, self.lowercase, self.strip_accents)
-        return self._wordpiece.tokenize_with_offsets(normalized)[0]
+        normalized, ascii_rows = norm.prepare_and_normalize(
+            strings, self.lowercase, self.strip_accents, self.max_input_chars
+        )
+        return self._wordpiece.tokenize(normalized, ascii_rows)
 
     def _offsets_graph(self, strings):
+        strings = norm.cap_length(norm.drop_invalid_utf8(strings), self.max_input_chars)
         normalized = norm.normalize(strings, self.lowercase, self.strip_accents)
         ids, byte_begins, byte_ends = self._wordpiece.tokenize_with_offsets(normalized)
         starts = offsets_lib.char_starts_in_normalized(strings, self.lowercase, self.strip_accents)

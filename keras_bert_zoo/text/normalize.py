@@ -13,6 +13,12 @@ The steps, in the original's order (../shared/REFERENCE.md, Tokenization):
    full-width letters stay what the original makes of them.
 4. `strip_accent_marks`: NFD, then drop non-spacing marks (Mn).
 Splitting on whitespace/punctuation is done by the tokenizer with `WORD_SPLIT_PATTERN`.
+
+Fast path (`prepare_and_normalize`): rows of printable ASCII plus tab/LF/CR (most English
+text) are valid UTF-8, hold no control, format, CJK or accented characters and count one
+byte per character, so all they need is ASCII lower-casing (tab/LF/CR are whitespace to
+the WordPiece op's own splitting, like the space the original turns them into). Only the
+other rows go through the full passes above.
 """
 
 import tensorflow as tf
@@ -29,6 +35,8 @@ PUNCTUATION_CLASS = r"[\p{P}\x21-\x2F\x3A-\x40\x5B-\x60\x7B-\x7E]"
 # `str.split()` in the original splits on) remain as whitespace.
 WHITESPACE_CLASS = r"[\p{Zs}\p{Zl}\p{Zp}\t\n\r]"
 WORD_SPLIT_PATTERN = WHITESPACE_CLASS + "+|" + PUNCTUATION_CLASS
+# Rows that need no normalisation but ASCII lower-casing (invalid UTF-8 never matches).
+SIMPLE_ASCII_PATTERN = r"[\x20-\x7e\t\n\r]*"
 
 
 def drop_invalid_utf8(strings):
@@ -91,3 +99,36 @@ def normalize(strings, lowercase=True, strip_accents=None):
     if strip:
         strings = strip_accent_marks(strings)
     return strings
+
+
+def simple_ascii_rows(strings):
+    """Returns a bool tensor: True where a string is printable ASCII, tab, LF or CR only."""
+    return tf.strings.regex_full_match(strings, SIMPLE_ASCII_PATTERN)
+
+
+def prepare_and_normalize(strings, lowercase=True, strip_accents=None, max_chars=None):
+    """Drops invalid UTF-8, caps at `max_chars` characters and normalises, per row.
+
+    The same result as `normalize(cap_length(drop_invalid_utf8(strings), max_chars))`
+    except that tab/LF/CR in simple-ASCII rows are kept (the WordPiece op splits on them
+    as on a space), but only rows that are not simple ASCII take the expensive passes.
+
+    Args:
+        strings: 1-D `tf.string` tensor (may hold invalid UTF-8).
+        lowercase, strip_accents: as for `normalize`.
+        max_chars: int or None, as for `cap_length`.
+
+    Returns:
+        (normalized, simple): the 1-D normalised strings and the bool simple-ASCII mask.
+    """
+    simple = simple_ascii_rows(strings)
+    simple_rows = tf.cast(tf.where(simple)[:, 0], tf.int32)
+    other_rows = tf.cast(tf.where(tf.logical_not(simple))[:, 0], tf.int32)
+    fast = tf.gather(strings, simple_rows)
+    if max_chars is not None:  # one byte per character
+        fast = tf.strings.substr(fast, 0, max_chars, unit="BYTE")
+    if lowercase:
+        fast = tf.strings.lower(fast)  # ASCII lower-casing, the same as ICU's here
+    slow = cap_length(drop_invalid_utf8(tf.gather(strings, other_rows)), max_chars)
+    slow = normalize(slow, lowercase, strip_accents)
+    return tf.dynamic_stitch([simple_rows, other_rows], [fast, slow]), simple

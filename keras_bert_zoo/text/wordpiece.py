@@ -6,6 +6,13 @@ its word limit counts UTF-8 bytes. `WordPiece` sets that limit to 4 bytes per al
 character (so no legal word is cut) and then turns every word longer than the limit in
 *characters* into a single `[UNK]`, as the original does. Words are recovered from the
 pieces: a word starts at every piece that is not a `##` continuation.
+
+The ids-only path (`tokenize`) avoids that work for most rows: a second op with a limit of
+`max_chars_per_word` *bytes* is exact wherever no word has more bytes than characters
+allowed yet no more characters than allowed, which needs a word of over
+`max_chars_per_word / 4` non-ASCII-including characters. Rows that are pure ASCII never
+have one; other rows are re-tokenized by the exact path only if they hold a run of that
+many non-space characters (a cheap regex test; rare in running text).
 """
 
 import warnings
@@ -36,6 +43,50 @@ class WordPiece:
             unknown_token="[UNK]",
             lower_case_nfd_strip_accents=False,  # we normalise exactly, beforehand
         )
+        # Words over `max_chars_per_word` bytes -> one [UNK]: exact for ASCII words.
+        self._byte_limited_op = tf_text.FastBertTokenizer(
+            vocab=tokens,
+            suffix_indicator="##",
+            max_bytes_per_word=max_chars_per_word,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            lower_case_nfd_strip_accents=False,
+        )
+        # A word of over `max_chars_per_word` bytes has more than a quarter as many
+        # characters, all non-space.
+        self._maybe_long_pattern = "(?s).*[^ ]{%d}.*" % (max_chars_per_word // 4 + 1)
+
+    def tokenize(self, normalized, ascii_rows):
+        """1-D normalised strings -> int32 ragged ids (batch, tokens).
+
+        Args:
+            normalized: 1-D `tf.string` tensor of normalised text.
+            ascii_rows: bool (batch,), True where the row is known to be ASCII.
+        """
+        ids = self._byte_limited_op.tokenize(normalized)
+        if ids.ragged_rank > 1:
+            ids = ids.merge_dims(1, -1)
+        others = tf.where(tf.logical_not(ascii_rows))[:, 0]
+        maybe_long = tf.strings.regex_full_match(tf.gather(normalized, others), self._maybe_long_pattern)
+        suspects = tf.boolean_mask(others, maybe_long)
+
+        def exact_rows():
+            exact = self.tokenize_with_offsets(tf.gather(normalized, suspects))[0]
+            exact = tf.RaggedTensor.from_row_splits(
+                tf.cast(exact.flat_values, ids.dtype), exact.row_splits, validate=False
+            )
+            n = ids.nrows(out_type=tf.int64)
+            where = tf.tensor_scatter_nd_update(
+                tf.range(n), suspects[:, tf.newaxis], n + tf.range(tf.size(suspects, out_type=tf.int64))
+            )
+            merged = tf.gather(tf.concat([ids, exact], axis=0), where)
+            return merged.flat_values, merged.row_splits
+
+        def fast_rows():
+            return ids.flat_values, ids.row_splits
+
+        values, splits = tf.cond(tf.size(suspects) > 0, exact_rows, fast_rows)
+        return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
 
     def tokenize_with_offsets(self, normalized):
         """1-D normalised strings -> (ids, begins, ends), ragged (batch, tokens), bytes."""

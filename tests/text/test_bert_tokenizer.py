@@ -152,6 +152,46 @@ def test_huge_input_is_capped_and_long_words_are_unk():
     assert tokenizer("a" + "b" * 200).numpy().tolist() == [1]
 
 
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_ascii_fast_path_and_other_rows_mixed_in_one_batch(lowercase):
+    # ASCII rows skip the normalisation passes and the exact long-word check; the others
+    # take them. Interleaved in one batch, every row must still match the original.
+    vocab = SMALL_VOCAB + ["ж", "##ж", "Hello", "##bé", "é", "##é", "中"]
+    tokenizer = _quiet(vocab, lowercase=lowercase)
+    reference = FullTokenizer(vocab, do_lower_case=lowercase)
+    batch = [
+        "Hello,\tworld!\r\nUNAFFABLE",  # ASCII with tab/CR/LF
+        "Héllo wörld café",  # accents
+        "a" + "b" * 199,  # 200 ASCII characters: pieces
+        "ж" * 150,  # 150 characters but 300 bytes: pieces, not [UNK]
+        "a" + "b" * 200,  # 201 ASCII characters: [UNK]
+        "ж" * 201 + " hello",  # 201 characters: [UNK]
+        "a" + "bé" * 66 + " " + "a" + "b" * 60,  # a 133-character, 200-byte word
+        "a" + "bé" * 100,  # 201 characters, some non-ASCII: [UNK]
+        "",
+        "hel\x00lo\x7f wor\x1bld",  # ASCII control characters are not the fast path
+        "x" * 51 + "中" + "hello",
+        " \t ",
+        "[MASK] hello",
+    ]
+    for order in (batch, batch[::-1], batch[1::2] + batch[::2]):
+        expected = [reference.convert_tokens_to_ids(reference.tokenize(text)) for text in order]
+        assert tokenizer(order).to_list() == expected
+        assert tokenizer.tokenize_with_offsets(order)[0].to_list() == expected
+    # Only ASCII rows, only other rows, no rows.
+    for rows in ([batch[0], batch[2]], [batch[1], batch[3]]):
+        expected = [reference.convert_tokens_to_ids(reference.tokenize(text)) for text in rows]
+        assert tokenizer(rows).to_list() == expected
+    assert tokenizer(tf.constant([], tf.string)).to_list() == []
+
+
+def test_batched_dataset_map_matches_eager(corpus, corpus_vocab):
+    tokenizer = _quiet(corpus_vocab)
+    ds = tf.data.Dataset.from_tensor_slices(corpus).batch(64).map(tokenizer, num_parallel_calls=2)
+    got = [row for batch in ds for row in batch.to_list()]
+    assert got == tokenizer(corpus).to_list()
+
 def test_bad_arguments_name_the_argument(tmp_path):
     with pytest.raises(ValueError, match="errors"):
         BertTokenizer(SMALL_VOCAB, errors="replace")
