@@ -1,6 +1,6 @@
 """Whole-string WordPiece over normalised text, with the original's 200-character limit.
 
-tensorflow-text's `FastBertTokenizer` (without its own NFKC normaliser) splits on
+tensorflow-text's `FastWordpieceTokenizer` (with BERT pre-tokenization) splits on
 whitespace and punctuation and runs greedy longest-match WordPiece in one fast op, but
 its word limit counts UTF-8 bytes. `WordPiece` sets that limit to 4 bytes per allowed
 character (so no legal word is cut) and then turns every word longer than the limit in
@@ -9,10 +9,9 @@ pieces: a word starts at every piece that is not a `##` continuation.
 
 The ids-only path (`tokenize`) avoids that work for most rows: a second op with a limit of
 `max_chars_per_word` *bytes* is exact wherever no word has more bytes than characters
-allowed yet no more characters than allowed, which needs a word of over
-`max_chars_per_word / 4` non-ASCII-including characters. Rows that are pure ASCII never
-have one; other rows are re-tokenized by the exact path only if they hold a run of that
-many non-space characters (a cheap regex test; rare in running text).
+allowed yet no more characters than allowed (which needs non-ASCII characters). Rows that are pure ASCII never
+have one; other rows are re-tokenized by the exact path only if they hold a run of more than
+`max_chars_per_word` bytes between spaces (rare in running text).
 """
 
 import warnings
@@ -35,26 +34,26 @@ class WordPiece:
         self.unk_id = unk_id
         self.max_chars_per_word = max_chars_per_word
         self._is_continuation = tf.constant(is_continuation, tf.bool)
-        self._op = tf_text.FastBertTokenizer(
+        # `FastWordpieceTokenizer` with BERT pre-tokenization (split on whitespace and
+        # punctuation) is `FastBertTokenizer` without its normaliser, which we replace
+        # (exactly, beforehand) and whose offset mapping costs a lot, in tf.data most.
+        self._op = tf_text.FastWordpieceTokenizer(
             vocab=tokens,
             suffix_indicator="##",
             max_bytes_per_word=4 * max_chars_per_word,
             token_out_type=tf.int32,
             unknown_token="[UNK]",
-            lower_case_nfd_strip_accents=False,  # we normalise exactly, beforehand
+            no_pretokenization=False,
         )
         # Words over `max_chars_per_word` bytes -> one [UNK]: exact for ASCII words.
-        self._byte_limited_op = tf_text.FastBertTokenizer(
+        self._byte_limited_op = tf_text.FastWordpieceTokenizer(
             vocab=tokens,
             suffix_indicator="##",
             max_bytes_per_word=max_chars_per_word,
             token_out_type=tf.int32,
             unknown_token="[UNK]",
-            lower_case_nfd_strip_accents=False,
+            no_pretokenization=False,
         )
-        # A word of over `max_chars_per_word` bytes has more than a quarter as many
-        # characters, all non-space.
-        self._maybe_long_pattern = "(?s).*[^ ]{%d}.*" % (max_chars_per_word // 4 + 1)
 
     def tokenize(self, normalized, ascii_rows):
         """1-D normalised strings -> int32 ragged ids (batch, tokens).
@@ -66,8 +65,14 @@ class WordPiece:
         ids = self._byte_limited_op.tokenize(normalized)
         if ids.ragged_rank > 1:
             ids = ids.merge_dims(1, -1)
+        # A word lies inside a run between spaces (the only whitespace left after
+        # normalisation but line/paragraph separators, which only lengthen runs).
         others = tf.where(tf.logical_not(ascii_rows))[:, 0]
-        maybe_long = tf.strings.regex_full_match(tf.gather(normalized, others), self._maybe_long_pattern)
+        runs = tf.strings.split(tf.gather(normalized, others), sep=" ")
+        long_runs = tf.strings.length(runs.flat_values) > self.max_chars_per_word
+        maybe_long = tf.math.unsorted_segment_max(
+            tf.cast(long_runs, tf.int32), runs.value_rowids(), tf.size(others)
+        ) > 0
         suspects = tf.boolean_mask(others, maybe_long)
 
         def exact_rows():
