@@ -44,6 +44,9 @@ setup(
             "gensim>=4.3",
             # The training-curve PNG of the main job.
             "matplotlib",
+            # To view the demo's TensorBoard logs (written through core tf.summary ops; TF 2.21
+            # does not install tensorboard itself).
+            "tensorboard",
             # learn_vocabulary's Rust WordPiece trainer: the tensorflow-text learner takes
             # minutes for what it does in seconds. The vocabulary is still re-laid in Google's order.
             "tokenizers",

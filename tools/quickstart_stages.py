@@ -128,7 +128,7 @@ def make_examples(args, run, corpus, vocab_path):
     train_batches = pretraining_eval.collect_batches(train, max(args.eval_batches, 8))
     counts = pretraining_eval.unigram_counts(train_batches)
     unigram_id = counts.most_common(1)[0][0]
-    report = _data_report(pretraining, train_batches, tokenizer, run)
+    report = _data_report(pretraining, corpus, tokenizer, args, run)
     say("examples", f"{len(eval_batches)} held-out batches of {args.batch_size}, unigram guess "
         f"{tokenizer.id_to_token(unigram_id)!r}, in {time.perf_counter() - start:.1f}s; report → "
         f"{report['path']}")
@@ -136,35 +136,17 @@ def make_examples(args, run, corpus, vocab_path):
                 unigram_token=tokenizer.id_to_token(unigram_id), report=report)
 
 
-def _batch_report(batches, tokenizer):
-    """Figures of sample batches (used when the data pipeline has no report function)."""
-    x = np.concatenate([b[0]["token_ids"] for b in batches])
-    mask = np.concatenate([b[0]["padding_mask"] for b in batches])
-    weights = np.concatenate([b[1]["mlm_weights"] for b in batches])
-    nsp = np.concatenate([b[1]["nsp_labels"] for b in batches])
-    ids = np.concatenate([b[1]["mlm_ids"] for b in batches])
-    positions = np.concatenate([b[0]["mask_positions"] for b in batches])
-    shown = np.take_along_axis(x, positions, axis=1)[weights > 0]
-    mask_id = tokenizer.token_to_id("[MASK]")
-    return {
-        "sequences": int(len(x)),
-        "mean_tokens_per_sequence": float(mask.sum(1).mean()),
-        "mean_predictions_per_sequence": float(weights.sum(1).mean()),
-        "share_of_predictions_shown_as_mask": float((shown == mask_id).mean()),
-        "share_of_predictions_kept": float((shown == ids[weights > 0]).mean()),
-        "share_random_next": float(nsp.mean()),
-    }
+def _data_report(pretraining, corpus, tokenizer, args, run):
+    """Stage 3's report: the library's pretraining-data report over one epoch of the
+    training files (documents, instances, tokens, NSP balance, mask and cap rates,
+    truncation, [UNK] rate, length histogram), printed and saved next to the run."""
+    from keras_bert_zoo.data.pretraining_report import format_report, pretraining_report, write_report
 
-
-def _data_report(pretraining, batches, tokenizer, run):
-    """Prints and saves the data report of sample training batches."""
-    path = run("data_report.json")
-    report = _batch_report(batches, tokenizer)
-    print(json.dumps(report, indent=1), flush=True)
-    from keras_bert_zoo.utils.files import atomic_write_json
-
-    atomic_write_json(path, report)
-    return {"path": path, "figures": report}
+    report = pretraining_report(corpus["train_files"], tokenizer, sequence_length=args.seq_length,
+                                max_predictions=args.max_predictions, seed=args.seed)
+    print(format_report(report), flush=True)
+    json_path, _ = write_report(report, run("data"))
+    return {"path": json_path, "figures": report}
 
 
 def build_backbone(args, vocabulary_size):

@@ -71,8 +71,10 @@ def test_quickstart_tiny_end_to_end(tmp_path):
     assert {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} <= set(vocab)
     assert summary["vocabulary_size"] == len(vocab)
     # Stage 3: the data report.
-    report = json.load(open(run / "data_report.json"))
-    assert 0.0 < report["share_random_next"] < 1.0
+    report = json.load(open(run / "data.report.json"))
+    assert report["counts"]["instances"] > 0 and 0.0 < report["rates"]["nsp_random_next"] < 1.0
+    assert abs(report["rates"]["mask_rate"] - 0.15) < 0.03
+    assert (run / "data.report.txt").read_text().startswith("Pretraining data report")
     # Stage 4: training curves, TensorBoard events, checkpoints.
     history = summary["training"]["history"]
     assert history[-1]["step"] == summary["training"]["steps"] == quickstart.TINY["steps"]
