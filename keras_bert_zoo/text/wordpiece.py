@@ -9,9 +9,9 @@ pieces: a word starts at every piece that is not a `##` continuation.
 
 The ids-only path (`tokenize`) avoids that work for most rows: a second op with a limit of
 `max_chars_per_word` *bytes* is exact wherever no word has more bytes than characters
-allowed yet no more characters than allowed (which needs non-ASCII characters). Rows that are pure ASCII never
-have one; other rows are re-tokenized by the exact path only if they hold a run of more than
-`max_chars_per_word` bytes between spaces (rare in running text).
+allowed yet no more characters than allowed (which needs non-ASCII characters). Rows that
+are pure ASCII never have one; other rows are re-tokenized by the exact path only if they
+hold a run of more than `max_chars_per_word` bytes between spaces (rare in running text).
 """
 
 import warnings
