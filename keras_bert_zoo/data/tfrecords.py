@@ -48,40 +48,6 @@ def _len_prefix(n):
     return _SMALL_VARINTS[n] if n < (1 << 14) else _varint(n)
 
 
-def _packed_varints(values):
-    """Row-wise varint encoding of a non-negative int array (rows, k) → list of bytes."""
-    v = np.asarray(values, np.int64).reshape(len(values), -1)
-    if v.size and v.min() < 0:
-        raise ValueError(f"Only non-negative ids can be written. Received a minimum of {v.min()}.")
-    width = 1
-    top = int(v.max()) if v.size else 0
-    while top >> (7 * width):
-        width += 1
-    shifts = np.arange(width, dtype=np.int64) * 7
-    nbytes = 1 + (v[..., None] >= (np.int64(1) << shifts[1:])).sum(-1) if width > 1 else np.ones_like(v)
-    k = np.arange(width)
-    data = ((v[..., None] >> shifts) & 0x7F) | ((k < nbytes[..., None] - 1) * 0x80)
-    flat = data.astype(np.uint8)[k < nbytes[..., None]].tobytes()
-    ends = np.cumsum(nbytes.sum(axis=1)).tolist()
-    return [flat[s:e] for s, e in zip([0] + ends[:-1], ends)]
-
-
-def _field(tag, payload):
-    return tag + _len_prefix(len(payload)) + payload
-
-
-def _entries(name, features, tag):
-    """Map entries `name → Feature{tag: List{packed}}` for a column of packed payloads."""
-    key = b"\x0a" + _len_prefix(len(name)) + name.encode()
-    out = []
-    for payload in features:
-        packed = b"\x0a" + _len_prefix(len(payload)) + payload
-        feature = tag + _len_prefix(len(packed)) + packed
-        inner = key + b"\x12" + _len_prefix(len(feature)) + feature
-        out.append(b"\x0a" + _len_prefix(len(inner)) + inner)
-    return out
-
-
 _VARINT_TABLES = {}
 
 
