@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_zoo.training import distribute
-from keras_bert_zoo.training.distribute import ReplicaFeeder, get_strategy, parse_tf_config
+from keras_bert_zoo.training.distribute import ReplicaFeeder, distribute_dataset, get_strategy, parse_tf_config
 from tests.training import tiny
 
 HELPER = os.path.join(os.path.dirname(__file__), "run_tiny_pretraining.py")
@@ -125,3 +125,43 @@ def test_mirrored_two_logical_cpus_matches_one_device(tmp_path):
         np.testing.assert_allclose(a[key], b[key], atol=1e-5, rtol=0, err_msg=w.path)
         moved += not np.allclose(a[key], np.array(w), atol=1e-4)
     assert moved > len(initial.trainable_weights) // 2  # training really moved the weights
+
+
+_DISTRIBUTE_SCRIPT = r"""
+import json, os, sys
+os.environ["KERAS_BACKEND"] = "tensorflow"
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from keras_bert_zoo.training.distribute import distribute_dataset
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+calls = []
+def dataset_fn(shard, num_shards, per_replica):
+    calls.append([shard, num_shards, per_replica])
+    return tf.data.Dataset.range(16).shard(num_shards, shard).batch(per_replica)
+ds = distribute_dataset(strategy, dataset_fn, 4)
+first = next(iter(ds))
+parts = [t.numpy().tolist() for t in strategy.experimental_local_results(first)]
+print(json.dumps({"calls": calls, "parts": parts}))
+"""
+
+
+def test_distribute_dataset_builds_one_pipeline_per_worker_with_per_replica_batches():
+    # distribute_datasets_from_function: one pipeline on this single worker, global batch 4
+    # split into 2 + 2 across the two replicas; together they cover the first 4 examples.
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    out = subprocess.run([sys.executable, "-c", _DISTRIBUTE_SCRIPT], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["calls"] == [[0, 1, 2]]
+    assert [len(p) for p in result["parts"]] == [2, 2]
+    assert sorted(sum(result["parts"], [])) == [0, 1, 2, 3]
+
+
+def test_distribute_dataset_refuses_an_indivisible_batch():
+    class TwoReplicas:
+        num_replicas_in_sync = 2
+
+    with pytest.raises(ValueError, match="batch_size=5"):
+        distribute_dataset(TwoReplicas(), lambda *a: None, 5)
