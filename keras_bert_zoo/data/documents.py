@@ -4,9 +4,10 @@ Streams with `tf.data` (a file is read line by line; only the current document i
 """
 
 import os
-import re
 
 import tensorflow as tf
+
+from keras_bert_zoo.data import sentences
 
 
 def resolve_files(files):
@@ -101,25 +102,13 @@ def documents_dataset(files):
     return tf.data.Dataset.from_tensor_slices(paths).flat_map(_file_documents)
 
 
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
-
-
 def split_sentences(text):
-    """Splits a paragraph into sentences (a simple rule, for corpora without line breaks).
-
-    Breaks after `.`, `!` or `?` (and closing quotes/brackets) followed by whitespace and
-    an upper-case letter or digit. Common abbreviations (`Mr.`, `e.g.`) are not special:
-    use a real sentence splitter (e.g. NLTK punkt) when that matters.
-
-    Args:
-        text: str.
-
-    Returns:
-        list of str, stripped and non-empty.
+    """Splits a paragraph into sentences by punctuation alone (`data.sentences.split_sentences`
+    without the abbreviation rule): after `.`, `!` or `?` (and closing quotes/brackets) followed by
+    whitespace and an upper-case letter or digit. Use a real sentence splitter (e.g. NLTK punkt)
+    when abbreviations matter.
     """
-    if not isinstance(text, str):
-        raise ValueError(f"`text` must be a str. Received: type {type(text).__name__}.")
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    return sentences.split_sentences(text, skip_abbreviations=False)
 
 
 def write_documents(documents, path, sentence_splitter=split_sentences):

@@ -16,6 +16,8 @@ import zlib
 
 from gensim.corpora.wikicorpus import extract_pages, filter_wiki
 
+from keras_bert_zoo.data.sentences import split_sentences  # noqa: F401  (part of this module's API)
+
 SAMPLE_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
 # Sections after which an article holds no more prose worth keeping.
@@ -33,16 +35,6 @@ _EMPTY_PARENS = re.compile(r"\(\s*[,;]?\s*\)")
 _LEADING_PUNCT_IN_PARENS = re.compile(r"\(\s*[,;]\s*")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:!?])")
 _TERMINAL = (".", "!", "?", '."', ".'", "!\"", "?\"", ".)")
-
-# Sentence boundary candidates: terminal punctuation, optional closing quotes or
-# brackets, whitespace, then something that can start a sentence.
-_BOUNDARY = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
-_ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al approx ca c no nos vol "
-    "fig figs gen col lt sgt capt maj rev hon gov pres inc ltd co corp dept est jan "
-    "feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n op ed eds pp p".split()
-)
-
 
 def sample_dump_path():
     """Returns the path of the real English Wikipedia sample dump inside gensim.
@@ -63,49 +55,6 @@ def sample_dump_path():
             "wheel (`pip install --force-reinstall 'gensim>=4.3'`) or pass your own dump."
         )
     return path
-
-
-def split_sentences(paragraph):
-    """Splits a paragraph of English prose into sentences.
-
-    A rule-based splitter: a boundary is `.`, `!` or `?` (plus closing quotes or
-    brackets) followed by whitespace and an upper-case letter, digit or opening
-    quote, unless the word before the period is a known abbreviation or an initial.
-
-    Args:
-        paragraph: str. One paragraph of plain text.
-
-    Returns:
-        list of str. The sentences, stripped, in order; empty ones are dropped.
-
-    Examples:
-    >>> split_sentences("Dr. Smith came home. He slept.")
-    ['Dr. Smith came home.', 'He slept.']
-    """
-    if not isinstance(paragraph, str):
-        raise ValueError(
-            f"`paragraph` must be a str. Received: paragraph={paragraph!r} "
-            f"of type {type(paragraph).__name__}."
-        )
-    sentences, start = [], 0
-    for match in _BOUNDARY.finditer(paragraph):
-        if paragraph[match.start()] == "." and _is_abbreviation(paragraph, match.start()):
-            continue
-        sentence = paragraph[start : match.end()].strip()
-        if sentence:
-            sentences.append(sentence)
-        start = match.end()
-    tail = paragraph[start:].strip()
-    if tail:
-        sentences.append(tail)
-    return sentences
-
-
-def _is_abbreviation(text, period_index):
-    word = text[:period_index].rsplit(None, 1)[-1] if text[:period_index].strip() else ""
-    word = word.lstrip("(\"'[").lower()
-    # A single letter is an initial ("J. R. R. Tolkien"), a dotted word an acronym.
-    return len(word) == 1 and word.isalpha() or word in _ABBREVIATIONS
 
 
 def article_paragraphs(wikitext, min_words=8):

@@ -112,8 +112,8 @@ class BertTokenizer(keras.layers.Layer):
             raise ValueError(
                 f"Refusing to read the vocabulary file {os.fspath(vocabulary)!r} named in a "
                 "config while loading in safe mode: a .keras file carries its vocabulary as "
-                "an asset. Load the file yourself and pass the tokens, or load with "
-                "safe_mode=False if you trust it."
+                "an asset. Read the file yourself (keras_bert_zoo.load_vocabulary) and pass the "
+                "tokens, or keep the vocabulary inside the .keras archive."
             )
         if vocabulary is not None:
             self.set_vocabulary(vocabulary)

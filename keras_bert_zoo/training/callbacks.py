@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_zoo.training.pretraining_eval import write_scalar
+from keras_bert_zoo.training.pretraining_eval import evaluate_pretraining, write_scalar
 
 logger = logging.getLogger(__name__)
 
@@ -177,19 +177,10 @@ class HeldOutEvaluation(keras.callbacks.Callback):
 
     def evaluate(self):
         """Returns `{"mlm_accuracy": float, "nsp_accuracy": float or None}`."""
-        hits = total = nsp_hits = nsp_total = 0.0
-        for x, y in self.batches:
-            out = self.model.predict_on_batch(x)
-            predicted = np.argmax(np.asarray(out["mlm_logits"]), axis=-1)
-            weights = np.asarray(y["mlm_weights"], "float64")
-            hits += float(np.sum((predicted == np.asarray(y["mlm_ids"])) * weights))
-            total += float(np.sum(weights))
-            if "nsp_logits" in out:
-                nsp = np.argmax(np.asarray(out["nsp_logits"]), axis=-1)
-                nsp_hits += float(np.sum(nsp == np.asarray(y["nsp_labels"]).reshape(-1)))
-                nsp_total += nsp.shape[0]
-        return {"mlm_accuracy": hits / max(total, 1.0),
-                "nsp_accuracy": nsp_hits / nsp_total if nsp_total else None}
+        result = evaluate_pretraining(self.model, self.batches)
+        has_nsp = getattr(self.model, "nsp_head", None) is not None
+        return {"mlm_accuracy": result["mlm_accuracy"],
+                "nsp_accuracy": result["nsp_accuracy"] if has_nsp else None}
 
     def on_train_batch_end(self, batch, logs=None):
         self._count += 1

@@ -48,14 +48,16 @@ def evaluate_pretraining(model, batches, unigram_id=None):
     correct = weight = nsp_correct = nsp_total = unigram = nsp_ones = 0.0
     for x, y in batches:
         out = model.predict_on_batch(x)
-        w = y["mlm_weights"].astype("float64")
-        correct += float((w * (out["mlm_logits"].argmax(-1) == y["mlm_ids"])).sum())
-        unigram += float((w * (y["mlm_ids"] == unigram_id)).sum())
+        # Batches may hold numpy arrays or tensors.
+        w = np.asarray(y["mlm_weights"], "float64")
+        ids, labels = np.asarray(y["mlm_ids"]), np.asarray(y["nsp_labels"]).reshape(-1)
+        correct += float((w * (np.asarray(out["mlm_logits"]).argmax(-1) == ids)).sum())
+        unigram += float((w * (ids == unigram_id)).sum())
         weight += float(w.sum())
         if "nsp_logits" in out:
-            nsp_correct += float((out["nsp_logits"].argmax(-1) == y["nsp_labels"]).sum())
-        nsp_total += len(y["nsp_labels"])
-        nsp_ones += float(y["nsp_labels"].sum())
+            nsp_correct += float((np.asarray(out["nsp_logits"]).argmax(-1) == labels).sum())
+        nsp_total += len(labels)
+        nsp_ones += float(labels.sum())
     result = {
         "mlm_accuracy": correct / max(weight, 1.0),
         "nsp_accuracy": nsp_correct / max(nsp_total, 1.0),
