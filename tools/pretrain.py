@@ -7,6 +7,29 @@
         --eval-every 500
 
 Run the same command again after a crash: it resumes from --checkpoint-dir exactly.
+
+Two phases, as the paper (90% of the steps at length 128, 10% at 512): `--steps` counts
+both, `--phase2-steps` the last ones, which run at `--phase2-sequence-length`:
+
+    python tools/pretrain.py --train-files "corpus/*.txt" --preset bert_base_en_uncased \
+        --steps 1000000 --warmup-steps 10000 --batch-size 256 \
+        --sequence-length 128 --max-predictions 20 \
+        --phase2-steps 100000 --phase2-sequence-length 512 --phase2-max-predictions 80 \
+        --checkpoint-dir runs/base/ckpt --output-dir runs/base/preset
+
+Phase 2 continues phase 1's model (backbone, MLM and NSP heads, the one 512-row
+position table; rows past 128 get only weight decay in phase 1), its optimizer state
+and ONE learning-rate schedule over all `--steps` (warm-up once, linear decay to 0),
+with its own data pipeline at the new length (`--phase2-batch-size`, default
+`--batch-size`; TFRecord input needs `--phase2-tfrecords` written at that length).
+Phase 2 checkpoints in <checkpoint-dir>/phase2; killing the run anywhere (phase 1,
+between phases, phase 2) and re-running the same command ends with the same weights.
+The original instead ran phase 2 as a separate run with a new warm-up; for that, run
+a second command with `--preset <phase-1 output dir> --load-weights` (backbone AND
+heads are loaded; a preset without heads starts them randomly, logged).
+
+Ablations (§5.1): `--no-nsp` (MLM only); `--objective ltr` (left-to-right LM, causal
+backbone, unmasked inputs, implies --no-nsp; no held-out evaluation).
 On a cluster set TF_CONFIG on every worker (--strategy multi_worker, or auto); on a
 TPU VM pass --strategy tpu --tpu local.
 """
@@ -38,6 +61,17 @@ def build_parser():
     p.add_argument("--learning-rate", type=float, default=1e-4)
     p.add_argument("--sequence-length", type=int, default=128)
     p.add_argument("--max-predictions", type=int, default=20)
+    p.add_argument("--phase2-steps", type=int, default=0,
+                   help="steps of phase 2, counted inside --steps (0: one phase)")
+    p.add_argument("--phase2-sequence-length", type=int,
+                   help="phase-2 length (text input; default the model's max sequence length)")
+    p.add_argument("--phase2-max-predictions", type=int,
+                   help="default: --max-predictions scaled with the length (20 at 128 -> 80 at 512)")
+    p.add_argument("--phase2-batch-size", type=int, help="global; default --batch-size")
+    p.add_argument("--phase2-tfrecords", help="TFRecords at the phase-2 length (TFRecord input)")
+    p.add_argument("--no-nsp", action="store_true", help="ablation: MLM only, no next-sentence task")
+    p.add_argument("--objective", default="mlm", choices=["mlm", "ltr"],
+                   help="ltr: left-to-right LM ablation (implies --no-nsp)")
     p.add_argument("--checkpoint-dir", required=True)
     p.add_argument("--save-every", type=int, default=100)
     p.add_argument("--output-dir", required=True, help="preset directory written at the end")
@@ -65,7 +99,15 @@ def main(argv=None):
         batch_size=args.batch_size, learning_rate=args.learning_rate, sequence_length=args.sequence_length,
         max_predictions=args.max_predictions, save_every=args.save_every, log_dir=args.log_dir,
         eval_every=args.eval_every, eval_batches=args.eval_batches, eval_files=args.eval_files,
-        seed=args.seed, progress=not args.no_progress)
+        seed=args.seed, progress=not args.no_progress, phase2_steps=args.phase2_steps,
+        phase2_sequence_length=args.phase2_sequence_length, phase2_max_predictions=args.phase2_max_predictions,
+        phase2_batch_size=args.phase2_batch_size, phase2_tfrecords=args.phase2_tfrecords,
+        nsp=not args.no_nsp and args.objective == "mlm", objective=args.objective)
+    if args.preset and args.load_weights:
+        heads = result["heads_loaded"]
+        print(f"Started from {args.preset}: backbone" + "".join(f" + {h.upper()} head" for h in heads)
+              + ("" if len(heads) == 1 + (not args.no_nsp and args.objective == "mlm")
+                 else "; the other head(s) randomly initialised"))
     for record in result["held_out"]:
         print(f"held-out step {record['step']}: MLM accuracy {record['mlm_accuracy']:.4f}"
               + (f", NSP accuracy {record['nsp_accuracy']:.4f}" if record["nsp_accuracy"] is not None else ""))

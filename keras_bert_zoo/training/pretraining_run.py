@@ -1,9 +1,14 @@
 """`run_pretraining`: the core of `tools/pretrain.py`, a whole resumable pretraining run.
 
 Text files or TFRecords in; a preset directory (`from_preset` loads it) out. Running
-the same call again after a crash resumes from `checkpoint_dir`.
+the same call again after a crash resumes from `checkpoint_dir`. With `phase2_steps`
+the run has the paper's two phases (§A.2: 90% of the steps at length 128, 10% at 512)
+on one model, one position table and one learning-rate schedule; phase 2 checkpoints
+in `<checkpoint_dir>/phase2`.
 """
 
+import logging
+import math
 import os
 
 import keras
@@ -14,8 +19,21 @@ from keras_bert_zoo.training.callbacks import HeldOutEvaluation, ScalarLogger
 from keras_bert_zoo.training.distribute import get_strategy, is_chief
 from keras_bert_zoo.training.pretraining_loop import fit_resumable
 
+logger = logging.getLogger("keras_bert_zoo.training")
+
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 SIZE_KEYS = ("num_layers", "num_heads", "hidden_dim", "intermediate_dim", "max_sequence_length")
+PHASE2_KEYS = ("phase2_sequence_length", "phase2_max_predictions", "phase2_batch_size", "phase2_tfrecords")
+PHASE2_SEED_OFFSET = 2  # phase 2 draws its data with seed + 2 (held-out batches use seed + 1)
+
+
+def _check_positive(a, names, allow_none=False):
+    for name in names:
+        value = a[name]
+        if allow_none and value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}.")
 
 
 def _check(args):
@@ -30,9 +48,70 @@ def _check(args):
         raise ValueError("Text input needs a `vocabulary` (vocab.txt) or a `preset` that has one.")
     if args["preset"] is None and not args["size"]:
         raise ValueError(f"Give a `preset` or a `size` dict with {SIZE_KEYS}.")
-    for name in ("steps", "batch_size"):
-        if not isinstance(args[name], int) or args[name] < 1:
-            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={args[name]!r}.")
+    _check_positive(args, ("steps", "batch_size"))
+    _check_phase2(args)
+
+
+def _check_phase2(a):
+    steps2 = a["phase2_steps"]
+    if not isinstance(steps2, int) or isinstance(steps2, bool) or not 0 <= steps2 < a["steps"]:
+        raise ValueError(
+            "`phase2_steps` counts the steps of phase 2 inside `steps`, so it must be an integer "
+            f"in [0, steps). Received: phase2_steps={steps2!r}, steps={a['steps']!r}. For the paper's "
+            "recipe use steps=N and phase2_steps=N // 10."
+        )
+    given = [k for k in PHASE2_KEYS if a[k] is not None]
+    if steps2 == 0 and given:
+        raise ValueError(f"{given} only apply to phase 2, which has no steps (phase2_steps=0). "
+                         "Set `phase2_steps` or drop them.")
+    _check_positive(a, PHASE2_KEYS[:3], allow_none=True)
+    if steps2 and a["tfrecords"] is not None:
+        if a["phase2_tfrecords"] is None:
+            raise ValueError("TFRecord input fixes the sequence length, so phase 2 needs its own records: "
+                             "pass `phase2_tfrecords` (written at the phase-2 length). Received: None.")
+        for name in ("phase2_sequence_length", "phase2_max_predictions"):
+            if a[name] is not None:
+                raise ValueError(f"`{name}` is for text input; TFRecords carry their own lengths. "
+                                 f"Received: {name}={a[name]!r}. Drop it.")
+    if a["phase2_tfrecords"] is not None and a["train_files"] is not None:
+        raise ValueError("`phase2_tfrecords` needs TFRecord input (`tfrecords`); text input makes phase-2 "
+                         f"batches itself. Received: phase2_tfrecords={a['phase2_tfrecords']!r}.")
+
+
+def _max_sequence_length(preset, size):
+    if "max_sequence_length" in size:
+        return size["max_sequence_length"]
+    if preset is None:
+        return 512  # BertBackbone's default
+    from keras_bert_zoo.presets import get_preset_config
+
+    return get_preset_config(preset)["max_sequence_length"]
+
+
+def _phases(a, max_length):
+    """Per-phase settings; `end` is the phase's last global step."""
+    phase1 = dict(name="phase 1", offset=0, end=a["steps"] - a["phase2_steps"], batch_size=a["batch_size"],
+                  sequence_length=a["sequence_length"], max_predictions=a["max_predictions"],
+                  tfrecords=a["tfrecords"], seed=a["seed"], checkpoint_dir=a["checkpoint_dir"])
+    phases = [phase1]
+    if a["phase2_steps"]:
+        length = a["phase2_sequence_length"] or max_length
+        predictions = a["phase2_max_predictions"] or math.ceil(
+            a["max_predictions"] * length / a["sequence_length"])
+        phases.append(dict(name="phase 2", offset=phase1["end"], end=a["steps"],
+                           batch_size=a["phase2_batch_size"] or a["batch_size"], sequence_length=length,
+                           max_predictions=predictions, tfrecords=a["phase2_tfrecords"],
+                           seed=a["seed"] + PHASE2_SEED_OFFSET,
+                           checkpoint_dir=os.path.join(os.fspath(a["checkpoint_dir"]), "phase2")))
+    if a["train_files"] is not None:
+        for phase in phases:
+            if phase["sequence_length"] > max_length:
+                key = "sequence_length" if phase["offset"] == 0 else "phase2_sequence_length"
+                raise ValueError(
+                    f"`{key}`={phase['sequence_length']} is longer than the model's "
+                    f"max_sequence_length={max_length} (its position table). Shorten it or build "
+                    "the model with a larger `max_sequence_length` (size override).")
+    return phases
 
 
 def _vocabulary(vocabulary, preset):
@@ -50,38 +129,79 @@ def _vocabulary(vocabulary, preset):
     return vocabulary, BertTokenizer(vocabulary)
 
 
-def _build_model(preset, size, vocabulary_size, precision, load_weights, learning_rate, warmup, steps):
+def _custom_backbone(size, vocabulary_size, precision):
+    from keras_bert_zoo.models.bert_backbone import BertBackbone
+
+    size = dict(size)
+    given = size.pop("vocabulary_size", None)
+    if given is not None and vocabulary_size is not None and given != vocabulary_size:
+        raise ValueError(
+            f"size['vocabulary_size']={given} does not match the vocabulary's "
+            f"{vocabulary_size} tokens. Drop it or use the matching vocab.txt."
+        )
+    vocabulary_size = vocabulary_size or given
+    missing = [k for k in ("num_layers", "num_heads", "hidden_dim", "intermediate_dim") if k not in size]
+    if missing or vocabulary_size is None:
+        raise ValueError(f"A custom size needs {missing or 'a vocabulary'}. Received: size={size!r}.")
+    return BertBackbone(vocabulary_size=vocabulary_size, dtype=precision, **size)
+
+
+def _load_start_weights(model, preset):
+    """Loads backbone and whichever pretraining heads `preset` has; returns the heads loaded."""
+    from keras_bert_zoo.weights import mapping
+    from keras_bert_zoo.weights.loading import load_pretrainer_weights, pretrainer_targets
+
+    names = list(pretrainer_targets(model))
+    counts = {h: sum(mapping.head_of(n) == h for n in names) for h in ("mlm", "nsp")}
+    heads = [h for h in counts if counts[h]]
+    missing = len(names) - load_pretrainer_weights(model, preset)["loaded"]  # logs a missing head
+    # A head loads whole or not at all (mlm: 5 tensors, nsp: 2), so the shortfall names it.
+    absent = {0: [], counts["mlm"]: ["mlm"], counts["nsp"]: ["nsp"]}.get(missing, heads)
+    return [h for h in heads if h not in absent]
+
+
+def _build_model(a, vocabulary_size):
+    """Returns `(compiled BertPretrainer, heads loaded from the preset)`."""
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
 
-    if preset is not None:
-        backbone = BertBackbone.from_preset(preset, load_weights=load_weights, dtype=precision, **size)
+    size = dict(a["size"])
+    if a["objective"] == "ltr":
+        size.setdefault("causal", True)
+    if a["preset"] is not None:
+        backbone = BertBackbone.from_preset(a["preset"], load_weights=False, dtype=a["precision"], **size)
     else:
-        size = dict(size)
-        given = size.pop("vocabulary_size", None)
-        if given is not None and vocabulary_size is not None and given != vocabulary_size:
-            raise ValueError(
-                f"size['vocabulary_size']={given} does not match the vocabulary's "
-                f"{vocabulary_size} tokens. Drop it or use the matching vocab.txt."
-            )
-        vocabulary_size = vocabulary_size or given
-        missing = [k for k in ("num_layers", "num_heads", "hidden_dim", "intermediate_dim") if k not in size]
-        if missing or vocabulary_size is None:
-            raise ValueError(f"A custom size needs {missing or 'a vocabulary'}. Received: size={size!r}.")
-        backbone = BertBackbone(vocabulary_size=vocabulary_size, dtype=precision, **size)
-    model = BertPretrainer(backbone)
-    model.compile(learning_rate=learning_rate, warmup_steps=max(1, warmup), total_steps=steps)
-    return model
+        backbone = _custom_backbone(size, vocabulary_size, a["precision"])
+    model = BertPretrainer(backbone, nsp=a["nsp"], objective=a["objective"])
+    heads = []
+    if a["preset"] is not None and a["load_weights"]:
+        heads = _load_start_weights(model, a["preset"])
+        logger.info("Started from %s: backbone%s; %s.", a["preset"], "".join(f" + {h} head" for h in heads),
+                    "no head left random" if len(heads) == (2 if a["nsp"] else 1) else "other heads random")
+    model.compile(learning_rate=a["learning_rate"], warmup_steps=max(1, a["warmup_steps"]),
+                  total_steps=a["steps"])
+    return model, heads
 
 
-def _make_dataset_fn(a, tokenizer):
-    def dataset_fn(index, count, batch, files=None, seed=a["seed"]):
+def _drop_masking(x, y):
+    """Left-to-right batches: the unmasked ids (the masked ones put back), no positions."""
+    x = dict(x)
+    positions = x.pop("mask_positions")
+    rows = tf.broadcast_to(tf.range(tf.shape(positions)[0])[:, None], tf.shape(positions))
+    real = y["mlm_weights"] > 0
+    index = tf.stack([tf.boolean_mask(rows, real), tf.boolean_mask(positions, real)], axis=-1)
+    x["token_ids"] = tf.tensor_scatter_nd_update(x["token_ids"], index, tf.boolean_mask(y["mlm_ids"], real))
+    return x, y
+
+
+def _make_dataset_fn(a, tokenizer, phase):
+    def dataset_fn(index, count, batch, files=None, seed=phase["seed"]):
         if a["train_files"] is not None or files is not None:
             from keras_bert_zoo.data.pretraining import pretraining_dataset
 
             ds = pretraining_dataset(files or a["train_files"], tokenizer, batch,
-                                     sequence_length=a["sequence_length"],
-                                     max_predictions=a["max_predictions"], seed=seed)
+                                     sequence_length=phase["sequence_length"],
+                                     max_predictions=phase["max_predictions"], seed=seed)
             # The tokenizer's ops hold resources (vocabulary tables) that tf.data calls
             # stateful, which blocks saving the iterator; their state is constant, so
             # it is safe to leave out. (Random draws in the pipeline are stateless.)
@@ -92,7 +212,9 @@ def _make_dataset_fn(a, tokenizer):
         else:
             from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords
 
-            ds = read_pretraining_tfrecords(a["tfrecords"], batch, shuffle=True, seed=seed, num_epochs=None)
+            ds = read_pretraining_tfrecords(phase["tfrecords"], batch, shuffle=True, seed=seed, num_epochs=None)
+        if a["objective"] == "ltr":
+            ds = ds.map(_drop_masking)
         # Worker `index` of `count` takes every count-th batch (each worker builds the
         # whole pipeline: simple, and cheap next to a training step).
         return ds.shard(count, index) if count > 1 else ds
@@ -115,16 +237,93 @@ def _held_out_batches(a, dataset_fn):
     return [tf.nest.map_structure(np.asarray, b) for b in ds.take(a["eval_batches"])]
 
 
+class _ShiftedStep:
+    """A phase's step variable read as the global step (`offset` steps of earlier phases)."""
+
+    def __init__(self, step, offset):
+        self.inner, self.offset = step, offset
+
+    def numpy(self):
+        return self.inner.numpy() + self.offset
+
+
+class _GlobalStepMixin:
+    """`fit_resumable` sets `step` to the phase's own counter; report it shifted by `offset`."""
+
+    offset = 0
+
+    @property
+    def step(self):
+        inner = self.__dict__.get("_phase_step")
+        return inner if inner is None or not self.offset else _ShiftedStep(inner, self.offset)
+
+    @step.setter
+    def step(self, value):
+        self.__dict__["_phase_step"] = value
+
+
+class _PhaseEvaluation(_GlobalStepMixin, HeldOutEvaluation):
+    pass
+
+
+class _PhaseScalarLogger(_GlobalStepMixin, ScalarLogger):
+    pass
+
+
+def _callbacks(a, batches, offset):
+    callbacks, evaluation = [], None
+    if a["log_dir"]:
+        callbacks.append(_PhaseScalarLogger(a["log_dir"], every_n_steps=max(1, a["save_every"] // 10)))
+    if batches:
+        evaluation = _PhaseEvaluation(batches, a["eval_every"], log_dir=a["log_dir"])
+        callbacks.append(evaluation)
+    for callback in callbacks:
+        callback.offset = offset
+    return callbacks, evaluation
+
+
+def _run_phases(a, model, tokenizer, phases):
+    """Runs each phase to its end step; returns `(global step, resumed_from, held-out history)`."""
+    batches = _held_out_batches(a, _make_dataset_fn(a, tokenizer, phases[0]))
+    resumed_from, resuming, history = 0, True, []
+    for phase in phases:
+        dataset_fn = _make_dataset_fn(a, tokenizer, phase)
+        callbacks, evaluation = _callbacks(a, batches, phase["offset"])
+        if len(phases) > 1:
+            logger.info("%s: global steps %d-%d, length %d, batch %d.", phase["name"], phase["offset"] + 1,
+                        phase["end"], phase["sequence_length"], phase["batch_size"])
+        result = fit_resumable(model, lambda i, n, b, f=dataset_fn: f(i, n, b), phase["batch_size"],
+                               phase["end"] - phase["offset"], phase["checkpoint_dir"],
+                               save_every=a["save_every"], callbacks=callbacks,
+                               verbose=1 if a["progress"] else 0)
+        if resuming:  # the global step this call started from (phases done before count whole)
+            resumed_from = phase["offset"] + result["resumed_from"]
+            resuming = result["resumed_from"] >= phase["end"] - phase["offset"]
+        history.extend(evaluation.history if evaluation else [])
+    return phase["offset"] + result["step"], resumed_from, history
+
+
 def run_pretraining(output_dir, checkpoint_dir, train_files=None, tfrecords=None, vocabulary=None,
                     preset=None, size=None, load_weights=False, strategy="auto", precision="float32",
                     steps=1000, warmup_steps=100, batch_size=32, learning_rate=1e-4, sequence_length=128,
                     max_predictions=20, save_every=100, log_dir=None, eval_every=0, eval_batches=4,
-                    eval_files=None, seed=12345, progress=True, deterministic=True):
-    """Pretrains BERT (MLM + NSP) with `model.fit`, resumably, and writes a preset.
+                    eval_files=None, seed=12345, progress=True, deterministic=True, phase2_steps=0,
+                    phase2_sequence_length=None, phase2_max_predictions=None, phase2_batch_size=None,
+                    phase2_tfrecords=None, nsp=True, objective="mlm"):
+    """Pretrains BERT (MLM + NSP) with `model.fit`, resumably, in one or two phases; writes a preset.
+
+    Two phases (`phase2_steps > 0`), as the paper: the first `steps - phase2_steps`
+    steps at `sequence_length`, the last `phase2_steps` at `phase2_sequence_length`.
+    Phase 2 continues phase 1's model (backbone, heads, the one position table),
+    optimizer state and learning-rate schedule (warm-up once, linear decay to 0 at
+    `steps`), with its own data pipeline. (The original ran phase 2 as a separate run
+    with a new warm-up: do that with a second call, `preset=<phase-1 output_dir>`,
+    `load_weights=True`, which now loads the heads as well.)
 
     Args:
         output_dir: str. The preset directory written at the end (chief only).
-        checkpoint_dir: str. Checkpoints; a rerun resumes from here.
+        checkpoint_dir: str. Checkpoints; a rerun resumes from here (phase 2 in
+            `<checkpoint_dir>/phase2`).
         train_files: str or list. Text files (one sentence per line, blank line
             between documents); exclusive with `tfrecords`.
         tfrecords: str or list. Pretraining TFRecords (original or our names).
@@ -133,51 +332,57 @@ def run_pretraining(output_dir, checkpoint_dir, train_files=None, tfrecords=None
         size: dict or None. Custom size: `num_layers`, `num_heads`, `hidden_dim`,
             `intermediate_dim`, optional `max_sequence_length`, `dropout`; with a
             preset, overrides of its config.
-        load_weights: bool. Start from the preset's weights. Defaults to False.
+        load_weights: bool. Start from the preset's backbone and the MLM / NSP heads
+            it has (ours, Google's `cls/...`, HF `BertForPreTraining`); a head it
+            lacks stays random (logged). Defaults to False.
         strategy: str. See `get_strategy`. Defaults to `"auto"`.
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"` (loss scaling).
-        steps, warmup_steps, batch_size (global), learning_rate: the schedule.
-        sequence_length, max_predictions: text input only.
+        steps, warmup_steps, batch_size (global), learning_rate: the schedule;
+            `steps` counts both phases.
+        sequence_length, max_predictions: text input only (phase 1).
         save_every: int. Checkpoint interval in steps.
-        log_dir: str or None. TensorBoard logs (training and held-out).
-        eval_every: int. Held-out MLM/NSP accuracy every N steps (0: never).
+        log_dir: str or None. TensorBoard logs (training and held-out), global steps.
+        eval_every: int. Held-out MLM/NSP accuracy every N global steps (0: never);
+            the same held-out batches (phase-1 length) in both phases.
         eval_batches: int. Held-out batches.
         eval_files: held-out text files / TFRecords; None draws differently-seeded
             batches from the training data.
-        seed: int. Model initialisation and data order.
+        seed: int. Model initialisation and data order (phase 2 data: `seed + 2`).
         progress: bool. Keras progress bar.
         deterministic: bool. `enable_op_determinism` (bitwise-reproducible resume).
+        phase2_steps: int. Steps of phase 2, counted inside `steps` (0: one phase).
+        phase2_sequence_length: int or None. Text input; defaults to the model's
+            `max_sequence_length` (512 for BERT).
+        phase2_max_predictions: int or None. Text input; defaults to
+            `max_predictions` scaled with the length (20 at 128 → 80 at 512).
+        phase2_batch_size: int or None. Global; defaults to `batch_size`.
+        phase2_tfrecords: TFRecords written at the phase-2 length (TFRecord input).
+        nsp: bool. Next-sentence head and loss (False: the "No NSP" ablation).
+        objective: `"mlm"` or `"ltr"` (left-to-right ablation: causal backbone,
+            unmasked inputs, needs `nsp=False`; no held-out evaluation).
 
     Returns:
-        dict: `step`, `resumed_from`, `output_dir`, `held_out` (list of results),
-        `model`.
+        dict: `step`, `resumed_from` (global steps), `output_dir`, `held_out` (list of
+        results), `heads_loaded` (heads taken from the preset), `phases`, `model`.
     """
     a = dict(locals())
     a["size"] = dict(size or {})
     _check(a)
+    if objective == "ltr" and eval_every:
+        raise ValueError("Held-out evaluation measures masked-LM accuracy, which objective='ltr' has "
+                         f"not. Received: eval_every={eval_every!r}. Pass eval_every=0.")
+    phases = _phases(a, _max_sequence_length(preset, a["size"]))
     keras.utils.set_random_seed(seed)
     if deterministic:
         tf.config.experimental.enable_op_determinism()
     dist = get_strategy(strategy)
     vocab_path, tokenizer = _vocabulary(vocabulary, preset)
     with dist.scope():
-        model = _build_model(preset, a["size"], tokenizer.vocabulary_size() if tokenizer else None,
-                             precision, load_weights, learning_rate, warmup_steps, steps)
-    dataset_fn = _make_dataset_fn(a, tokenizer)
-    callbacks = []
-    if log_dir:
-        callbacks.append(ScalarLogger(log_dir, every_n_steps=max(1, save_every // 10)))
-    batches = _held_out_batches(a, dataset_fn)
-    evaluation = None
-    if batches:
-        evaluation = HeldOutEvaluation(batches, eval_every, log_dir=log_dir)
-        callbacks.append(evaluation)
-    result = fit_resumable(model, lambda i, n, b: dataset_fn(i, n, b), batch_size, steps,
-                           checkpoint_dir, save_every=save_every, callbacks=callbacks,
-                           verbose=1 if progress else 0)
+        model, heads = _build_model(a, tokenizer.vocabulary_size() if tokenizer else None)
+    step, resumed_from, history = _run_phases(a, model, tokenizer, phases)
     if is_chief(dist):
         from keras_bert_zoo.weights.loading import save_to_preset
 
         save_to_preset(model, os.fspath(output_dir), vocabulary=vocab_path)
-    return {"step": result["step"], "resumed_from": result["resumed_from"], "output_dir": output_dir,
-            "held_out": evaluation.history if evaluation else [], "model": model}
+    return {"step": step, "resumed_from": resumed_from, "output_dir": output_dir, "held_out": history,
+            "heads_loaded": heads, "phases": phases, "model": model}
