@@ -28,10 +28,7 @@ PHASE2_SEED_OFFSET = 2  # phase 2 draws its data with seed + 2 (held-out batches
 
 
 def _check_positive(a, names, allow_none=False):
-    for name in names:
-        value = a[name]
-        if allow_none and value is None:
-            continue
+    for name, value in ((n, a[n]) for n in names if not (allow_none and a[n] is None)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}.")
 
@@ -49,6 +46,9 @@ def _check(args):
     if args["preset"] is None and not args["size"]:
         raise ValueError(f"Give a `preset` or a `size` dict with {SIZE_KEYS}.")
     _check_positive(args, ("steps", "batch_size"))
+    if args["objective"] == "ltr" and args["eval_every"]:
+        raise ValueError("Held-out evaluation measures masked-LM accuracy, which objective='ltr' has "
+                         f"not. Received: eval_every={args['eval_every']!r}. Pass eval_every=0.")
     _check_phase2(args)
 
 
@@ -156,7 +156,7 @@ def _load_start_weights(model, preset):
     heads = [h for h in counts if counts[h]]
     missing = len(names) - load_pretrainer_weights(model, preset)["loaded"]  # logs a missing head
     # A head loads whole or not at all (mlm: 5 tensors, nsp: 2), so the shortfall names it.
-    absent = {0: [], counts["mlm"]: ["mlm"], counts["nsp"]: ["nsp"]}.get(missing, heads)
+    absent = ([h for h in heads if counts[h] == missing] or heads) if missing else []
     return [h for h in heads if h not in absent]
 
 
@@ -176,8 +176,7 @@ def _build_model(a, vocabulary_size):
     heads = []
     if a["preset"] is not None and a["load_weights"]:
         heads = _load_start_weights(model, a["preset"])
-        logger.info("Started from %s: backbone%s; %s.", a["preset"], "".join(f" + {h} head" for h in heads),
-                    "no head left random" if len(heads) == (2 if a["nsp"] else 1) else "other heads random")
+        logger.info("Started from %s: backbone + heads %s (others random).", a["preset"], heads)
     model.compile(learning_rate=a["learning_rate"], warmup_steps=max(1, a["warmup_steps"]),
                   total_steps=a["steps"])
     return model, heads
@@ -368,9 +367,6 @@ def run_pretraining(output_dir, checkpoint_dir, train_files=None, tfrecords=None
     a = dict(locals())
     a["size"] = dict(size or {})
     _check(a)
-    if objective == "ltr" and eval_every:
-        raise ValueError("Held-out evaluation measures masked-LM accuracy, which objective='ltr' has "
-                         f"not. Received: eval_every={eval_every!r}. Pass eval_every=0.")
     phases = _phases(a, _max_sequence_length(preset, a["size"]))
     keras.utils.set_random_seed(seed)
     if deterministic:

@@ -104,7 +104,7 @@ def test_phase_two_continues_phase_one_and_heads_survive_a_preset(tmp_path, corp
     # Stopped between the phases, then re-run: phase 2 resumes from phase 1's checkpoint.
     first = {}
     _record_phases(monkeypatch, first, fail_in_phase2=True)
-    args, kwargs = _kwargs(tmp_path, corpus)
+    args, kwargs = _kwargs(tmp_path, corpus, eval_every=2, eval_batches=1, log_dir=str(tmp_path / "logs"))
     with pytest.raises(_Stopped):
         run_pretraining(*args, **kwargs)
     second = {}
@@ -112,6 +112,7 @@ def test_phase_two_continues_phase_one_and_heads_survive_a_preset(tmp_path, corp
     result = run_pretraining(*args, **kwargs)
     assert result["step"] == 6 and result["resumed_from"] == 4
     assert (2, "start") in second and (1, "start") not in second  # phase 1 was complete
+    assert [r["step"] for r in result["held_out"]] == [6]  # global steps in phase 2 (its own: 2)
     # (a) Phase 2 at step 0 is phase 1's final model, every weight (backbone and heads),
     # and the one schedule continues (optimizer step 4 of 6).
     phase1_end = first[(1, "end")]
@@ -172,3 +173,151 @@ def test_start_from_a_bare_backbone_leaves_heads_random_and_says_so(tmp_path, ca
     assert any("no mlm/nsp head" in r.getMessage() for r in caplog.records), caplog.text
     np.testing.assert_array_equal(np.array(model.backbone.token_embedding.embeddings),
                                   np.array(backbone.token_embedding.embeddings))
+
+
+def _cli_argv(tmp_path, corpus, name, extra=()):
+    text, vocab = corpus
+    return ["--train-files", text, "--vocabulary", vocab, "--num-layers", "2", "--num-heads", "2",
+            "--hidden-dim", "16", "--intermediate-dim", "32", "--max-sequence-length", str(LEN2),
+            "--sequence-length", str(LEN1), "--max-predictions", "3", "--steps", "7", "--phase2-steps", "4",
+            "--phase2-sequence-length", str(LEN2), "--phase2-batch-size", "2", "--warmup-steps", "2",
+            "--batch-size", "4", "--learning-rate", "1e-2", "--save-every", "2", "--strategy", "cpu",
+            "--checkpoint-dir", str(tmp_path / name / "ckpt"), "--output-dir", str(tmp_path / name / "preset"),
+            "--no-progress", *extra]
+
+
+def _run_cli(argv, kill_after=None):
+    own = ["--kill-in-phase2-after", str(kill_after)] if kill_after else []
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, os.path.join(ROOT, "tests", "training", "run_phased_pretrain.py"),
+                           *own, "--", *argv], capture_output=True, text=True, env=env, timeout=600)
+
+
+def _checkpoint_values(directory):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))
+    names = [n for n, _ in tf.train.list_variables(directory) if "iterator" not in n and "CHECKPOINT" not in n]
+    assert any("optimizer" in n for n in names) and any("step" in n for n in names), names
+    return {n: reader.get_tensor(n) for n in names}
+
+
+@pytest.mark.slow
+def test_cli_two_phases_killed_in_phase_two_ends_bitwise_equal(tmp_path, corpus):
+    from keras_bert_zoo.weights.loading import read_preset_tensors
+
+    whole = _run_cli(_cli_argv(tmp_path, corpus, "whole"))
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    assert "done 7 0" in whole.stdout
+    # Killed after phase-2 step 3 (global step 6; last save at phase-2 step 2), then re-run.
+    argv = _cli_argv(tmp_path, corpus, "killed")
+    killed = _run_cli(argv, kill_after=3)
+    assert killed.returncode == -9, (killed.returncode, killed.stderr[-3000:])
+    assert not os.path.exists(tmp_path / "killed" / "preset")
+    resumed = _run_cli(argv, kill_after=3)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "done 7 5" in resumed.stdout  # global step 5 = phase 1 (3) + phase-2 checkpoint 2
+    expected, _ = read_preset_tensors(str(tmp_path / "whole" / "preset"))
+    actual, _ = read_preset_tensors(str(tmp_path / "killed" / "preset"))
+    assert any(n.startswith("cls/") for n in expected)  # heads are in the comparison
+    _assert_same(actual, expected, "preset after kill + resume")
+    # Optimizer slots and the step too, from the final phase-2 checkpoints.
+    _assert_same(_checkpoint_values(str(tmp_path / "killed" / "ckpt" / "phase2")),
+                 _checkpoint_values(str(tmp_path / "whole" / "ckpt" / "phase2")), "phase-2 checkpoint")
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (dict(phase2_sequence_length=64), r"phase2_sequence_length`=64 is longer than the model's max_sequence_length=32"),
+    (dict(sequence_length=40, phase2_sequence_length=None), r"`sequence_length`=40 is longer"),
+    (dict(phase2_steps=6), r"phase2_steps.*\[0, steps\).*phase2_steps=6, steps=6"),
+    (dict(phase2_steps=-1), r"phase2_steps=-1"),
+    (dict(phase2_steps=0), r"\['phase2_sequence_length'\] only apply to phase 2"),
+    (dict(phase2_batch_size=0), r"`phase2_batch_size` must be a positive integer.*=0"),
+    (dict(phase2_tfrecords="x.tfrecord"), r"`phase2_tfrecords` needs TFRecord input"),
+    (dict(train_files=None, tfrecords="x.tfrecord", phase2_sequence_length=None), r"pass `phase2_tfrecords`"),
+    (dict(objective="ltr", nsp=False, eval_every=2), r"objective='ltr'.*eval_every=2"),
+])
+def test_bad_phase_arguments_are_refused_before_training(tmp_path, corpus, overrides, match):
+    args, kwargs = _kwargs(tmp_path, corpus, **overrides)
+    with pytest.raises(ValueError, match=match):
+        run_pretraining(*args, **kwargs)
+    assert not os.path.exists(args[1])  # nothing started
+
+
+def test_cli_refuses_phase_two_as_long_as_the_whole_run(tmp_path, corpus):
+    from tools import pretrain
+
+    argv = _cli_argv(tmp_path, corpus, "bad")
+    argv[argv.index("--phase2-steps") + 1] = "7"
+    with pytest.raises(ValueError, match=r"phase2_steps=7, steps=7"):
+        pretrain.main(argv)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, outputs", [(["--no-nsp"], {"mlm_logits"}),
+                                            (["--objective", "ltr"], {"lm_logits"})])
+def test_cli_ablations_train_a_few_steps(tmp_path, corpus, flags, outputs):
+    from tools import pretrain
+
+    argv = _cli_argv(tmp_path, corpus, "ablation", flags)
+    argv[argv.index("--steps") + 1], argv[argv.index("--phase2-steps") + 1] = "3", "1"
+    result = pretrain.main(argv)
+    model = result["model"]
+    assert result["step"] == 3 and model.nsp_head is None and set(model.output) == outputs
+    assert model.backbone.causal == (flags[-1] == "ltr")
+    assert int(model.optimizer.iterations.numpy()) == 3
+
+
+def test_left_to_right_batches_get_the_masked_tokens_back():
+    x = {"token_ids": np.array([[2, 4, 7, 4, 3], [2, 9, 4, 3, 0]], "int32"),
+         "segment_ids": np.zeros((2, 5), "int32"), "padding_mask": np.array([[1] * 5, [1, 1, 1, 1, 0]], "int32"),
+         "mask_positions": np.array([[1, 3], [2, 0]], "int32")}
+    y = {"mlm_ids": np.array([[5, 6], [8, 0]], "int32"), "mlm_weights": np.array([[1, 1], [1, 0]], "float32"),
+         "nsp_labels": np.array([0, 1], "int32")}
+    new_x, new_y = pretraining_run._drop_masking(x, y)
+    assert sorted(new_x) == ["padding_mask", "segment_ids", "token_ids"]
+    np.testing.assert_array_equal(new_x["token_ids"], [[2, 5, 7, 6, 3], [2, 9, 8, 3, 0]])
+    assert new_y is y
+
+
+@pytest.mark.slow
+def test_tfrecord_input_runs_phase_two_on_its_own_records(tmp_path, monkeypatch):
+    import tensorflow as tf
+
+    from keras_bert_zoo.data.tfrecords import serialize_examples
+    from tests.training import tiny
+
+    x, y = next(iter(tiny.synthetic_dataset(8)))
+    paths = []
+    for length in (tiny.SEQ, 2 * tiny.SEQ):  # phase 2: the same examples padded to twice the length
+        pad = [[0, 0], [0, length - tiny.SEQ]]
+        features = {k: np.pad(np.asarray(v), pad) if k != "mask_positions" else np.asarray(v)
+                    for k, v in x.items()}
+        features.update({k: np.asarray(v) for k, v in y.items()})
+        paths.append(str(tmp_path / f"len{length}.tfrecord"))
+        with tf.io.TFRecordWriter(paths[-1]) as writer:
+            for record in serialize_examples(features):
+                writer.write(record)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(SPECIALS + [f"w{i}" for i in range(tiny.VOCAB - len(SPECIALS))]) + "\n")
+    lengths = []
+    real = pretraining_run._make_dataset_fn
+
+    def spy(a, tokenizer, phase):  # records the length of each phase's batches
+        fn = real(a, tokenizer, phase)
+
+        def dataset_fn(*args, **kwargs):
+            ds = fn(*args, **kwargs)
+            lengths.append(ds.element_spec[0]["token_ids"].shape[1])
+            return ds
+
+        return dataset_fn
+
+    monkeypatch.setattr(pretraining_run, "_make_dataset_fn", spy)
+    result = run_pretraining(str(tmp_path / "preset"), str(tmp_path / "ckpt"), tfrecords=paths[0],
+                             phase2_tfrecords=paths[1], vocabulary=str(vocab),
+                             size=dict(tiny.TINY, max_sequence_length=2 * tiny.SEQ), strategy="cpu",
+                             steps=3, phase2_steps=1, warmup_steps=1, batch_size=4, save_every=3, progress=False)
+    assert result["step"] == 3 and lengths == [tiny.SEQ, 2 * tiny.SEQ]
+    assert tf.train.latest_checkpoint(str(tmp_path / "ckpt" / "phase2")).endswith("-1")
+    assert tf.train.latest_checkpoint(str(tmp_path / "ckpt")).endswith("-2")
