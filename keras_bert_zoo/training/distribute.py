@@ -1,8 +1,9 @@
 """`get_strategy`: one CPU, several GPUs, a cluster of workers or a TPU, by name.
 
-Also `parse_tf_config` (validated `TF_CONFIG`) and `distribute_dataset`, which builds
-one input pipeline per worker with `distribute_datasets_from_function` so each
-worker reads its own shard.
+Also `parse_tf_config` (validated `TF_CONFIG`), `distribute_dataset` (one input
+pipeline per worker with `distribute_datasets_from_function`, for plain `fit`), and
+`ReplicaFeeder`, the checkpointable per-worker input that `replica_input` uses under
+`MultiWorkerMirroredStrategy` and TPUs.
 """
 
 import json
@@ -202,7 +203,8 @@ class ReplicaFeeder:
     The same sharding as `distribute_dataset` (worker `i` of `n` reads shard `i`,
     consecutive per-replica batches go to consecutive local replicas), but the
     iterator is a plain `tf.data` iterator that `tf.train.Checkpoint` can save: in
-    TF 2.21 the iterator of a distributed dataset is not trackable.
+    TF 2.21 the iterator of a per-worker distributed dataset is not trackable (under
+    `MirroredStrategy`, `replica_input` uses per-replica pipelines instead).
 
     Args:
         strategy: `tf.distribute.Strategy`.

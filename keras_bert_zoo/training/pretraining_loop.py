@@ -9,7 +9,8 @@ import tensorflow as tf
 
 from keras_bert_zoo.training.callbacks import HeldOutEvaluation, NonFiniteGuard, ScalarLogger, StepCheckpointer
 from keras_bert_zoo.training.checkpoints import TrainingCheckpoint
-from keras_bert_zoo.training.distribute import ReplicaFeeder, is_chief
+from keras_bert_zoo.training.distribute import is_chief
+from keras_bert_zoo.training.replica_input import resumable_input
 
 
 def _placeholder_batch(element_spec):
@@ -41,9 +42,12 @@ def fit_resumable(
 
     Args:
         model: compiled `keras.Model` (e.g. `BertPretrainer`).
-        dataset_fn: callable `(shard_index, num_shards, per_replica_batch_size) ->
-            tf.data.Dataset` of `(x, y)` (or `(x, y, example_ids)`) batches; repeat
-            it so it lasts `total_steps`.
+        dataset_fn: callable `(index, count, per_replica_batch_size) ->
+            tf.data.Dataset` of `(x, y)` (or `(x, y, example_ids)`) batches, the
+            `index`-th of `count` disjoint streams: one per replica under
+            `MirroredStrategy` (`distribute_datasets_from_function`), one per worker
+            under `MultiWorkerMirroredStrategy`/TPU (see `replica_input`); repeat it
+            so it lasts `total_steps`.
         global_batch_size: int. Summed over replicas.
         total_steps: int. Steps of the whole run, including ones done before a restart.
         checkpoint_dir: str. Checkpoints are written and resumed from here.
@@ -65,15 +69,15 @@ def fit_resumable(
     if not isinstance(total_steps, int) or total_steps < 1:
         raise ValueError(f"`total_steps` must be a positive integer. Received: total_steps={total_steps!r}.")
     strategy = model.distribute_strategy
-    feeder = ReplicaFeeder(strategy, dataset_fn, global_batch_size)
+    data = resumable_input(strategy, dataset_fn, global_batch_size)
     checkpoint = TrainingCheckpoint(
-        checkpoint_dir, model, iterator=feeder.iterator, max_to_keep=max_to_keep,
-        fallback=fallback, is_chief=is_chief(strategy),
+        checkpoint_dir, model, iterator=data.trackables, max_to_keep=max_to_keep,
+        fallback=fallback, is_chief=is_chief(strategy), worker=(data.worker_index, data.num_workers),
     )
     start = checkpoint.restore()
     if start >= total_steps:
         return {"step": start, "resumed_from": start, "history": None, "checkpoint": checkpoint}
-    placeholder = _placeholder_batch(feeder.dataset.element_spec)
+    placeholder = _placeholder_batch(data.element_spec)
     # Build compile metrics from plain tensors here. Keras 3.15's fit would build them
     # from a batch reduced across replicas, which fails for dict batches under
     # MultiWorkerMirroredStrategy; so fit's own symbolic build is skipped below.
@@ -83,7 +87,7 @@ def fit_resumable(
     for callback in callbacks:
         if isinstance(callback, (HeldOutEvaluation, ScalarLogger)) and callback.step is None:
             callback.step = checkpoint.step  # report the global step, across restarts
-    checkpointer = StepCheckpointer(checkpoint, feeder, save_every, on_batch=on_batch)
+    checkpointer = StepCheckpointer(checkpoint, data.iterator, save_every, on_batch=on_batch)
     guard = NonFiniteGuard(checkpoint.step)
     try:
         history = model.fit(

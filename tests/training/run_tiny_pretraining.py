@@ -35,6 +35,12 @@ def _parse():
     return p.parse_args()
 
 
+def _task_suffix():
+    """`-<index>` under TF_CONFIG: every worker kills itself once (markers are per worker)."""
+    task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task")
+    return f"-{task['index']}" if task else ""
+
+
 def _kill(marker):
     """SIGKILL this process, once per `marker` (the resumed run is the same command)."""
     if os.path.exists(marker):
@@ -89,13 +95,16 @@ def main():
     def on_batch(step, ids):
         # Called as step `step` starts: killing here is a kill right after step - 1.
         if args.kill_at_step and step == args.kill_at_step + 1:
-            _kill(args.dir.rstrip("/") + ".killed")
+            _kill(args.dir.rstrip("/") + ".killed" + _task_suffix())
         if ids_log:
             ids_log.write(json.dumps({"step": step, "ids": ids.tolist()}) + "\n")
             ids_log.flush()
 
     def dataset_fn(index, count, batch):
-        return tiny.synthetic_dataset(batch, with_ids=True, shard=(index, count))
+        # Stream `index` of `count` takes every count-th batch of one seeded stream, so
+        # the replicas' batches of a step together are one-device batch of that step.
+        ds = tiny.synthetic_dataset(batch, with_ids=True)
+        return ds.shard(count, index) if count > 1 else ds
 
     result = fit_resumable(model, dataset_fn, args.batch, args.steps, args.dir,
                            save_every=args.save_every, verbose=0,

@@ -146,3 +146,37 @@ def test_r4_all_checkpoints_damaged_raises(tmp_path):
             open(os.path.join(directory, name), "wb").write(b"garbage")
     with pytest.raises(CheckpointCorruptError, match="No readable checkpoint.*ckpt-2.index"):
         TrainingCheckpoint(directory, model).restore()
+
+
+def test_multi_worker_restore_picks_a_step_every_worker_saved(tmp_path):
+    """Each worker's input position is its own data checkpoint; a kill between workers'
+    saves (worker 1 never wrote step 4) makes every worker restore step 2, even with
+    fallback off; a damaged data checkpoint of another worker is refused by name."""
+    directory = str(tmp_path / "ckpt")
+
+    def worker(index, seed):
+        model = tiny.make_pretrainer(seed=seed, dropout=0.0)
+        it = iter(tiny.synthetic_dataset(4, shard=(index, 2)))
+        return model, it, TrainingCheckpoint(directory, model, iterator={"worker": it}, is_chief=index == 0,
+                                             worker=(index, 2), fallback=False)
+
+    (m0, it0, c0), (m1, it1, c1) = worker(0, 0), worker(1, 0)
+    expected = {}
+    for step in (2, 4):
+        for it in (it0, it1):
+            next(it), next(it)  # two batches per save interval
+        expected[step] = [next(iter(tiny.synthetic_dataset(4, shard=(i, 2)).skip(step))) for i in (0, 1)]
+        for c in (c1, c0) if step == 2 else (c0,):  # worker 1 is killed before its step-4 save
+            c.step.assign(step)
+            c.save()
+    assert sorted(os.listdir(os.path.join(directory, "data-worker-1"))) == [
+        "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index"]
+    for index in (0, 1):
+        _, it, checkpoint = worker(index, seed=5)
+        assert checkpoint.restore() == 2
+        got, want = next(it), expected[2][index]
+        np.testing.assert_array_equal(got[0]["token_ids"], want[0]["token_ids"])
+    damaged = os.path.join(directory, "data-worker-1", "ckpt-2.index")
+    open(damaged, "wb").write(b"garbage")
+    with pytest.raises(CheckpointCorruptError, match="data-worker-1/ckpt-2.index"):
+        worker(0, seed=5)[2].restore()

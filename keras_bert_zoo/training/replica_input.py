@@ -1,0 +1,95 @@
+"""Resumable input for every strategy: checkpointable iterators that feed all replicas.
+
+`resumable_input(strategy, dataset_fn, global_batch_size)` picks, per strategy:
+
+- one device (the default strategy): the dataset itself, one plain iterator;
+- `MirroredStrategy` (one machine, several GPUs or logical CPUs):
+  `distribute_datasets_from_function` with one input pipeline per replica
+  (`InputReplicationMode.PER_REPLICA`, host-side prefetch). Each replica's
+  pipeline has a plain `tf.data` iterator, and those are what the checkpoint saves;
+  the distributed iterator itself is not trackable in TF 2.21;
+- `MultiWorkerMirroredStrategy` and `TPUStrategy`: TF 2.21 supports only per-worker
+  input pipelines there, whose multi-device iterators cannot be saved at all. Each
+  worker builds its own pipeline (`dataset_fn(worker_index, num_workers, ...)`) as
+  `distribute_datasets_from_function` would, iterates it with a plain iterator, and
+  hands consecutive batches to its local replicas (`ReplicaFeeder`).
+
+In every case `dataset_fn(index, count, per_replica_batch_size)` must return the
+`index`-th of `count` disjoint streams of per-replica batches.
+"""
+
+import tensorflow as tf
+
+from keras_bert_zoo.training.distribute import ReplicaFeeder, worker_context
+
+
+class ResumableInput:
+    """The training iterator of one process and the iterators a checkpoint must save.
+
+    Attributes:
+        iterator: `next(iterator)` gives one global step's batch (a `PerReplica`
+            value under a distribution strategy).
+        trackables: dict name → `tf.data` iterator, for `tf.train.Checkpoint`.
+        element_spec: the element spec of one replica's batches.
+        mode: `"single"`, `"per_replica"` or `"per_worker"`.
+        worker_index, num_workers: this process's place in the cluster.
+    """
+
+    def __init__(self, iterator, trackables, element_spec, mode, worker_index=0, num_workers=1):
+        self.iterator = iterator
+        self.trackables = trackables
+        self.element_spec = element_spec
+        self.mode = mode
+        self.worker_index = worker_index
+        self.num_workers = num_workers
+
+
+def _check_batch(strategy, global_batch_size):
+    replicas = strategy.num_replicas_in_sync
+    if not isinstance(global_batch_size, int) or global_batch_size < 1 or global_batch_size % replicas:
+        raise ValueError(
+            f"`batch_size` must be a positive integer divisible by the {replicas} replicas in "
+            f"sync. Received: batch_size={global_batch_size!r}."
+        )
+    return global_batch_size // replicas
+
+
+def resumable_input(strategy, dataset_fn, global_batch_size):
+    """Builds the checkpointable training input for `strategy` (see the module doc).
+
+    Args:
+        strategy: `tf.distribute.Strategy`.
+        dataset_fn: callable `(index, count, per_replica_batch_size) -> tf.data.Dataset`.
+        global_batch_size: int. Divisible by `strategy.num_replicas_in_sync`.
+
+    Returns:
+        `ResumableInput`.
+    """
+    per_replica = _check_batch(strategy, global_batch_size)
+    if isinstance(strategy, tf.distribute.MirroredStrategy):
+        options = tf.distribute.InputOptions(
+            experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+            experimental_fetch_to_device=False,
+        )
+
+        def fn(context):
+            return dataset_fn(context.input_pipeline_id, context.num_input_pipelines,
+                              context.get_per_replica_batch_size(global_batch_size))
+
+        iterator = iter(strategy.distribute_datasets_from_function(fn, options))
+        # One `_SingleWorkerOwnedDatasetIterator` per replica, each over a plain
+        # OwnedIterator (checked: a change in TF's internals fails loudly here).
+        plain = [getattr(w, "_iterator", None) for w in getattr(iterator, "_iterators", [])]
+        if len(plain) != strategy.num_replicas_in_sync or not all(
+                isinstance(p, tf.data.Iterator) for p in plain):
+            raise RuntimeError(
+                "This TensorFlow version's per-replica distributed iterator has no saveable "
+                f"tf.data iterators (found {plain!r}); keras_bert_zoo's resumable input needs them."
+            )
+        trackables = {f"replica_{i}": p for i, p in enumerate(plain)}
+        return ResumableInput(iterator, trackables, plain[0].element_spec, "per_replica")
+    feeder = ReplicaFeeder(strategy, dataset_fn, global_batch_size)
+    index, workers, _ = worker_context(strategy)
+    mode = "single" if feeder._plain else "per_worker"
+    return ResumableInput(feeder, {"worker": feeder.iterator}, feeder.dataset.element_spec, mode,
+                          index, workers)
