@@ -89,7 +89,8 @@ def documents_dataset(files):
     Lines are stripped and invalid UTF-8 bytes dropped (counted).
 
     Args:
-        files: str or list of str. Paths or globs (see `resolve_files`).
+        files: str or list of str. Paths or globs (see `resolve_files`). Or a scalar
+            string tensor naming one file (e.g. inside a `tf.data` function; not globbed).
 
     Returns:
         `tf.data.Dataset` of `(lines, invalid_utf8_lines)`: a 1-D string tensor of the
@@ -98,6 +99,8 @@ def documents_dataset(files):
     Examples:
     >>> docs = keras_bert_zoo.data.documents.documents_dataset("corpus/*.txt")
     """
+    if isinstance(files, tf.Tensor):
+        return _file_documents(files)
     paths = resolve_files(files)
     return tf.data.Dataset.from_tensor_slices(paths).flat_map(_file_documents)
 

@@ -88,7 +88,7 @@ def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_pr
         `invalid_utf8_lines`, `masked`, `mask_cap_hits`, `mask_replaced`, `mask_kept`).
     """
     specials = special_token_ids(tokenizer)
-    base = tf.constant([seed % (2**31), seed // (2**31)], tf.int32)
+    base = tf.cast(tf.stack([seed % (2**31), seed // (2**31)]), tf.int32)  # seed: int or int64 tensor
     windows = documents_dataset(files).ragged_batch(window_size).enumerate()
     windows = windows.map(lambda i, d: (i,) + _tokenize_window(tokenizer, *d),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -1,8 +1,10 @@
 """Static pretraining data: TFRecords in the original layout, parallel over input shards.
 
-Each input file is one shard, written to its own output file by one worker process;
-a shard's instances depend only on (random_seed, shard index), never on the number of
-workers. Workers are fresh `python -m keras_bert_zoo.data.pretraining_writer` processes
+Each input file is one shard, written to its own output file; a shard's instances
+depend only on (random_seed, shard index), never on the number of threads or workers.
+By default one process runs one traced `tf.data` pipeline over all shards (several
+shards in flight, records encoded in graph); the loop only writes bytes. Optional
+worker processes are fresh `python -m keras_bert_zoo.data.pretraining_writer` processes
 talking JSON (nothing is pickled).
 """
 
@@ -18,7 +20,7 @@ import numpy as np
 from keras_bert_zoo.data import pretraining_report as report_lib
 from keras_bert_zoo.data.documents import resolve_files
 from keras_bert_zoo.data.pretraining import instance_windows, make_masker, validate_options
-from keras_bert_zoo.data.tfrecords import serialize_examples
+from keras_bert_zoo.data.tfrecords import encode_examples
 
 SHARD_SEED_STRIDE = 7919
 
@@ -52,70 +54,86 @@ def build_tokenizer(spec):
     return BertTokenizer(spec["vocabulary"], lowercase=spec.get("lowercase", True))
 
 
-def shard_windows(path, tokenizer, options, shard_index):
-    """The `instance_windows` dataset of one input shard (all `dupe_factor` rounds)."""
-    masker = make_masker(tokenizer, options["max_predictions_per_seq"], options["masked_lm_prob"],
-                         options["do_whole_word_mask"], options.get("per_word_replacement", False))
-    # The pipeline's functions use only TF control flow (`tf.while_loop`), so AutoGraph
-    # conversion is pure start-up cost (about half of the graph-building seconds); the
-    # traced graphs are the same ops either way (tests compare with the on-the-fly path).
+def shards_dataset(paths, shard_indices, tokenizer, options, parallel_shards=1):
+    """Every shard's windows in one traced pipeline, as `(position, records, stats, done)`.
+
+    One graph for all shards (graph building costs about a second, so a graph per
+    shard was most of the start-up on many shards): the shard's path and seed are
+    tensors of the interleaved function (`position` indexes `paths`; the seed uses
+    `shard_indices[position]`). `parallel_shards` shards are produced
+    concurrently; each shard's elements keep their order, and its instances depend only
+    on `(random_seed, shard index)`. A shard's elements end with one `done=True` element
+    (no records, zero stats). Records are serialized `tf.train.Example`s, encoded in the
+    pipeline.
+    """
+    import tensorflow as tf
     from tensorflow.python.autograph.core import ag_ctx
 
-    with ag_ctx.ControlStatusCtx(status=ag_ctx.Status.DISABLED):
-        return instance_windows(
-            [path], tokenizer, masker, options["max_seq_length"], options["short_seq_prob"],
-            options["random_seed"] + SHARD_SEED_STRIDE * shard_index, options["dupe_factor"],
+    masker = make_masker(tokenizer, options["max_predictions_per_seq"], options["masked_lm_prob"],
+                         options["do_whole_word_mask"], options.get("per_word_replacement", False))
+    paths_t = tf.constant(list(paths))
+
+    def shard(position):
+        index = tf.gather(tf.constant(list(shard_indices), tf.int64), position)
+        windows = instance_windows(
+            paths_t[position], tokenizer, masker, options["max_seq_length"], options["short_seq_prob"],
+            options["random_seed"] + SHARD_SEED_STRIDE * index, options["dupe_factor"],
             options["window_size"], cache_tokens=True,
         )
+        zeros = tf.nest.map_structure(lambda spec: tf.zeros([d or 0 for d in spec.shape], spec.dtype),
+                                      windows.element_spec[1])
+        end = tf.data.Dataset.from_tensors((position, tf.zeros([0], tf.string), zeros, True))
+        windows = windows.map(lambda features, stats: (position, encode_examples(features), stats, False),
+                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return windows.concatenate(end)
+
+    # The functions use only TF control flow (`tf.while_loop`), so AutoGraph conversion
+    # is pure start-up cost (about half of graph building); the traced ops are the same
+    # (tests compare with the on-the-fly path).
+    with ag_ctx.ControlStatusCtx(status=ag_ctx.Status.DISABLED):
+        return tf.data.Dataset.range(len(paths)).interleave(
+            shard, cycle_length=parallel_shards, num_parallel_calls=parallel_shards, deterministic=True)
 
 
-def drain_windows(windows, out_path, max_seq_length, on_window=None):
-    """Writes a shard's windows to `out_path` (atomically); returns raw totals."""
+def drain_shards(dataset, outputs, max_seq_length, on_window=None, on_shard=None):
+    """Writes `shards_dataset` elements to `outputs[position]` (each atomically); returns raw totals."""
     import tensorflow as tf
 
     totals = report_lib.empty_totals(max_seq_length)
-    tmp = f"{out_path}.tmp{os.getpid()}-{threading.get_ident()}"
+    open_writers = {}  # shard -> (writer, temporary path)
     try:
-        with tf.io.TFRecordWriter(tmp) as writer:
-            for features, stats in windows.prefetch(2):
-                arrays = {k: v.numpy() for k, v in features.items()}
-                for record in serialize_examples(arrays):
-                    writer.write(record)
-                report_lib.accumulate(totals, stats)
-                if on_window:
-                    on_window(len(arrays["nsp_labels"]))
-        os.replace(tmp, out_path)  # atomic: a killed run never leaves a partial shard
+        for shard, records, stats, done in dataset.prefetch(2):
+            shard = int(shard)
+            if shard not in open_writers:
+                tmp = f"{outputs[shard]}.tmp{os.getpid()}-{threading.get_ident()}"
+                open_writers[shard] = (tf.io.TFRecordWriter(tmp), tmp)
+            writer, tmp = open_writers[shard]
+            if done:
+                writer.close()
+                os.replace(tmp, outputs[shard])  # atomic: a killed run never leaves a partial shard
+                del open_writers[shard]
+                if on_shard:
+                    on_shard()
+                continue
+            records = records.numpy()
+            for record in records:
+                writer.write(record)
+            report_lib.accumulate(totals, stats)
+            if on_window:
+                on_window(len(records))
     finally:
-        if os.path.exists(tmp):
+        for writer, tmp in open_writers.values():
+            writer.close()
             os.remove(tmp)
     return totals
 
 
-def write_shard(path, out_path, tokenizer, options, shard_index, on_window=None):
-    """Writes one input file's instances (all `dupe_factor` rounds); returns raw totals."""
-    windows = shard_windows(path, tokenizer, options, shard_index)
-    return drain_windows(windows, out_path, options["max_seq_length"], on_window)
-
-
-def _write_threaded(paths, outputs, tokenizer, options, threads, bar):
-    """In-process parallelism: graphs are built one shard at a time in this thread (so
-    building shard i+1 overlaps writing shard i) and up to `threads` shards are drained
-    concurrently (TF kernels and NumPy release the GIL). No process start-up cost."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def drain(windows, out):
-        totals = drain_windows(windows, out, options["max_seq_length"], bar)
-        bar.shard_done()
-        return totals
-
-    futures = []
-    with ThreadPoolExecutor(threads) as pool:
-        for i, (path, out) in enumerate(zip(paths, outputs)):
-            # Keep at most `threads` built-but-unwritten shards (each holds its tokens).
-            while sum(not f.done() for f in futures) >= threads:
-                next(f for f in futures if not f.done()).result()
-            futures.append(pool.submit(drain, shard_windows(path, tokenizer, options, i), out))
-        return [f.result() for f in futures]
+def write_shards(paths, outputs, tokenizer, options, shard_indices=None, parallel_shards=1, on_window=None,
+                 on_shard=None):
+    """Writes input files' instances (all `dupe_factor` rounds) to `outputs`; returns raw totals."""
+    shard_indices = range(len(paths)) if shard_indices is None else shard_indices
+    dataset = shards_dataset(paths, shard_indices, tokenizer, options, parallel_shards)
+    return drain_shards(dataset, outputs, options["max_seq_length"], on_window, on_shard)
 
 
 def _spawn(job):
@@ -224,9 +242,12 @@ def write_pretraining_tfrecords(files, output_file, tokenizer, max_seq_length=12
     threads = (os.cpu_count() or 1) if threads is None else threads
     if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"`threads` must be a positive int. Received: threads={threads!r}.")
+    for out in outputs:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     if num_workers == 1:
         tok = build_tokenizer(tokenizer) if is_spec else tokenizer
-        results = _write_threaded(paths, outputs, tok, options, min(threads, len(paths)), bar)
+        results = [write_shards(paths, outputs, tok, options, parallel_shards=min(threads, len(paths)),
+                                on_window=bar, on_shard=bar.shard_done)]
     else:
         jobs = [dict(path=p, out=o, tokenizer=tokenizer, options=options, shard=i)
                 for i, (p, o) in enumerate(zip(paths, outputs))]
@@ -250,7 +271,8 @@ def _worker_main(job):
     def on_window(n):
         print(f"P {n}", flush=True)
 
-    totals = write_shard(job["path"], job["out"], tokenizer, job["options"], job["shard"], on_window)
+    totals = write_shards([job["path"]], [job["out"]], tokenizer, job["options"], [job["shard"]],
+                          on_window=on_window)
     totals = {k: (v.tolist() if k == "length_histogram" else int(v)) for k, v in totals.items()}
     print(json.dumps(totals), flush=True)
 

@@ -1,4 +1,4 @@
-"""Pretraining TFRecords: the original feature layout, written fast and read back.
+"""Pretraining TFRecords: the original feature layout, encoded in graph and read back.
 
 Written features (exactly `create_pretraining_data.py`'s): int64 `input_ids`,
 `input_mask`, `segment_ids` (padded to `max_seq_length`), `masked_lm_positions`,
@@ -29,138 +29,49 @@ ORIGINAL_NAMES = (
 )
 
 
-def _varint(n):
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+def _encode_proto(message, fields, values):
+    """`tf.io.encode_proto` of one message per row; every field is a (rows, k) tensor."""
+    rows = tf.shape(values[0])[0]
+    sizes = tf.stack([tf.fill([rows], tf.shape(v)[1]) for v in values], axis=1)
+    return tf.io.encode_proto(sizes, values, fields, f"tensorflow.{message}")
 
 
-_SMALL_VARINTS = [_varint(i) for i in range(1 << 14)]
+def encode_examples(features):
+    """Serializes a batch of instances to `tf.train.Example` bytes, in graph.
 
-
-def _len_prefix(n):
-    return _SMALL_VARINTS[n] if n < (1 << 14) else _varint(n)
-
-
-_VARINT_TABLES = {}
-
-
-def _varint_table(width):
-    """All varints of width <= `width` (< 2**21): (bytes (n, width), mask (n, width), sizes (n,))."""
-    if width not in _VARINT_TABLES:
-        data, valid, sizes = _varint_arith(np.arange(1 << (7 * width), dtype=np.int64)[:, None], width)
-        _VARINT_TABLES[width] = (data, valid, sizes.astype(np.uint8))
-    return _VARINT_TABLES[width]
-
-
-def _varint_columns(values, width):
-    """Varints of a non-negative int array (rows, k) → (rows, k * width) bytes and validity mask."""
-    v = np.asarray(values).reshape(len(values), -1)
-    if width > 3:
-        return _varint_arith(v.astype(np.int64), width)
-    data, valid, sizes = _varint_table(width)
-    rows = len(v)
-    return (data[v].reshape(rows, -1), valid[v].reshape(rows, -1),
-            sizes[v].sum(axis=1, dtype=np.int64))
-
-
-def _varint_arith(values, width):
-    v = np.asarray(values, np.int64).reshape(len(values), -1)
-    shifts = np.arange(width, dtype=np.int64) * 7
-    nbytes = 1 + (v[..., None] >= (np.int64(1) << shifts[1:])).sum(-1) if width > 1 else np.ones_like(v)
-    k = np.arange(width)
-    data = ((v[..., None] >> shifts) & 0x7F) | ((k < nbytes[..., None] - 1) * 0x80)
-    valid = k < nbytes[..., None]
-    return data.astype(np.uint8).reshape(len(v), -1), valid.reshape(len(v), -1), nbytes.sum(axis=1)
-
-
-def _width(top):
-    width = 1
-    while top >> (7 * width):
-        width += 1
-    return width
-
-
-def _length_prefix(lengths):
-    """Per-row varint length prefixes: (bytes, mask, size)."""
-    return _varint_columns(lengths[:, None], _width(int(lengths.max())) if len(lengths) else 1)
-
-
-def serialize_examples(features):
-    """Serializes a batch of instances to `tf.train.Example` bytes (original names).
-
-    A hand-written, batch-vectorised protobuf encoder: every record is laid out as a
-    padded (rows, bytes) matrix of fields plus a validity mask, and the records are the
-    masked bytes in row-major order (no per-record Python work but the final split).
-    Tests check it parses with the original spec and matches `tf.train.Example`.
+    Nested `tf.io.encode_proto` calls (`Int64List`/`FloatList` → `Feature` →
+    `Features.FeatureEntry` → `Features` → `Example`), features in the original's write
+    order: the bytes are what protobuf writes for an `Example` built in that order
+    (tests check), and the records parse with the original `run_pretraining.py` spec.
+    Runs inside `tf.data` (no Python per record) or eagerly.
 
     Args:
-        features: dict of NumPy arrays with a leading batch axis: `token_ids`,
-            `padding_mask`, `segment_ids`, `mask_positions`, `mlm_ids`, `mlm_weights`,
+        features: dict of tensors with a leading batch axis: `token_ids`, `padding_mask`,
+            `segment_ids`, `mask_positions`, `mlm_ids` (ints), `mlm_weights` (floats),
             `nsp_labels`.
 
     Returns:
-        list of bytes, one serialized Example per row.
+        1-D string tensor, one serialized Example per row.
     """
-    rows = len(np.asarray(features["nsp_labels"]))
-    if rows == 0:
-        return []
-    parts, masks, body = [], [], np.zeros(rows, np.int64)
-
-    def add(data, mask, size):
-        parts.append(data)
-        masks.append(mask)
-        return size
-
-    def const(raw):
-        data = np.broadcast_to(np.frombuffer(raw, np.uint8), (rows, len(raw)))
-        return add(data, np.ones((rows, len(raw)), bool), np.full(rows, len(raw), np.int64))
-
+    rows = tf.shape(features["nsp_labels"])[0]
+    entries = []
     for ours, original in ORIGINAL_NAMES:
-        values = np.asarray(features[ours])
+        values = tf.reshape(features[ours], [rows, -1])
         if ours == "mlm_weights":
-            data = values.astype("<f4").reshape(rows, -1).view(np.uint8).reshape(rows, -1)
-            payload = (data, np.ones(data.shape, bool), np.full(rows, data.shape[1], np.int64))
-            tag = b"\x12"
+            kind, listed = "float_list", _encode_proto("FloatList", ["value"], [tf.cast(values, tf.float32)])
         else:
-            v = values.astype(np.int64).reshape(rows, -1)
-            if v.size and v.min() < 0:
-                raise ValueError(f"Only non-negative ids can be written. Received a minimum of {v.min()}.")
-            payload = _varint_columns(v, _width(int(v.max()) if v.size else 0))
-            tag = b"\x1a"
-        # entry = 0a len(inner) inner; inner = key 12 len(feature) feature;
-        # feature = tag len(packed) packed; packed = 0a len(payload) payload.
-        key = b"\x0a" + _len_prefix(len(original)) + original.encode()
-        n_payload = payload[2]
-        p_payload = _length_prefix(n_payload)
-        n_packed = 1 + p_payload[2] + n_payload
-        p_packed = _length_prefix(n_packed)
-        n_feature = 1 + p_packed[2] + n_packed
-        p_feature = _length_prefix(n_feature)
-        n_inner = len(key) + 1 + p_feature[2] + n_feature
-        p_inner = _length_prefix(n_inner)
-        const(b"\x0a")
-        add(*p_inner)
-        const(key + b"\x12")
-        add(*p_feature)
-        const(tag)
-        add(*p_packed)
-        const(b"\x0a")
-        add(*p_payload)
-        add(*payload)
-        body += 1 + p_inner[2] + n_inner
-    head = _length_prefix(body)
-    parts = [np.broadcast_to(np.uint8(0x0a), (rows, 1)), head[0]] + parts
-    masks = [np.ones((rows, 1), bool), head[1]] + masks
-    flat = np.concatenate(parts, axis=1)[np.concatenate(masks, axis=1)].tobytes()
-    ends = np.cumsum(1 + head[2] + body).tolist()
-    return [flat[s:e] for s, e in zip([0] + ends[:-1], ends)]
+            kind, listed = "int64_list", _encode_proto("Int64List", ["value"], [tf.cast(values, tf.int64)])
+        feature = _encode_proto("Feature", [kind], [listed[:, None]])
+        entries.append(_encode_proto("Features.FeatureEntry", ["key", "value"],
+                                     [tf.fill([rows, 1], original), feature[:, None]]))
+    example_features = _encode_proto("Features", ["feature"], [tf.stack(entries, axis=1)])
+    return _encode_proto("Example", ["features"], [example_features[:, None]])
+
+
+def serialize_examples(features):
+    """`encode_examples` of NumPy arrays or tensors (eager): a list of bytes, one per row."""
+    tensors = {k: tf.convert_to_tensor(np.asarray(v)) for k, v in features.items()}
+    return encode_examples(tensors).numpy().tolist()
 
 
 def original_feature_spec(max_seq_length, max_predictions_per_seq):

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from keras_bert_zoo.data.pretraining import instance_windows, make_masker
 from keras_bert_zoo.data.pretraining_writer import write_pretraining_tfrecords
-from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords, serialize_examples
+from keras_bert_zoo.data.tfrecords import ORIGINAL_NAMES, read_pretraining_tfrecords, serialize_examples
 from tests.data import pretraining_corpus as corpus
 
 S, P = 32, 5
@@ -39,23 +39,49 @@ def written(tmp_path_factory):
     return files, vocab, tokenizer, report
 
 
+def _varint(n):
+    n &= (1 << 64) - 1  # negative int64: two's complement, 10 bytes
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number, payload):  # a length-delimited protobuf field
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def reference_example(features, i):
+    """Row i as protobuf writes an Example built in the original's order (pure Python)."""
+    entries = b""
+    for ours, original in ORIGINAL_NAMES:
+        values = np.atleast_1d(features[ours][i])
+        if ours == "mlm_weights":  # Feature.float_list = 2, FloatList.value = 1 (packed fixed32)
+            feature = _field(2, _field(1, np.asarray(values, "<f4").tobytes()))
+        else:  # Feature.int64_list = 3, Int64List.value = 1 (packed varints)
+            feature = _field(3, _field(1, b"".join(_varint(int(v)) for v in values)))
+        entries += _field(1, _field(1, original.encode()) + _field(2, feature))  # map entry: key 1, value 2
+    return _field(1, entries)  # Example.features = 1
+
+
 def test_encoder_matches_protobuf():
     rng = np.random.default_rng(0)
-    f = dict(token_ids=rng.integers(0, 2**35, (6, S)), padding_mask=rng.integers(0, 2, (6, S)),
+    f = dict(token_ids=rng.integers(-2**40, 2**40, (6, S)), padding_mask=rng.integers(0, 2, (6, S)),
              segment_ids=rng.integers(0, 2, (6, S)), mask_positions=rng.integers(0, S, (6, P)),
              mlm_ids=rng.integers(0, 130000, (6, P)), mlm_weights=rng.random((6, P)).astype("float32"),
              nsp_labels=rng.integers(0, 2, (6,)))
-    f["token_ids"][0, :6] = [0, 127, 128, 16383, 16384, 2**21]
-    names = dict(token_ids="input_ids", padding_mask="input_mask", segment_ids="segment_ids",
-                 mask_positions="masked_lm_positions", mlm_ids="masked_lm_ids", nsp_labels="next_sentence_labels")
-    for i, record in enumerate(serialize_examples(f)):
+    f["token_ids"][0, :8] = [0, 127, 128, 16383, 16384, 2**21, -1, -(2**63)]
+    records = serialize_examples(f)
+    assert len(records) == 6 and serialize_examples({k: v[:0] for k, v in f.items()}) == []
+    for i, record in enumerate(records):
+        assert record == reference_example(f, i)
         ex = tf.train.Example()
-        for ours, orig in names.items():
-            ex.features.feature[orig].int64_list.value.extend(np.atleast_1d(f[ours][i]).tolist())
-        ex.features.feature["masked_lm_weights"].float_list.value.extend(f["mlm_weights"][i].tolist())
+        for ours, orig in ORIGINAL_NAMES:
+            kind = "float_list" if ours == "mlm_weights" else "int64_list"
+            getattr(ex.features.feature[orig], kind).value.extend(np.atleast_1d(f[ours][i]).tolist())
         assert tf.train.Example.FromString(record) == ex
-    with pytest.raises(ValueError, match="non-negative"):
-        serialize_examples(dict(f, token_ids=-f["token_ids"]))
 
 
 def test_records_parse_with_the_original_spec_and_equal_on_the_fly(written):
@@ -73,6 +99,21 @@ def test_records_parse_with_the_original_spec_and_equal_on_the_fly(written):
     for orig, ours in pairs:
         np.testing.assert_array_equal(np.stack([p[orig].numpy() for p in parsed]), fly[ours])
     np.testing.assert_array_equal([p["next_sentence_labels"].numpy()[0] for p in parsed], fly["nsp_labels"])
+    # Byte for byte what protobuf writes for these instances (encoded in the pipeline).
+    raw = [r.numpy() for r in tf.data.TFRecordDataset(report["outputs"][0])]
+    assert raw == [reference_example(fly, i) for i in range(len(raw))]
+
+
+def test_shards_do_not_depend_on_threads_and_output_dirs_are_made(written, tmp_path):
+    files, _, tokenizer, report = written
+    out = tmp_path / "new" / "dirs" / "out.tfrecord"  # neither directory exists yet
+    one = write_pretraining_tfrecords(files, str(out), tokenizer, max_seq_length=S, max_predictions_per_seq=P,
+                                      random_seed=5, dupe_factor=2, threads=1)
+    assert one["counts"] == report["counts"] and os.path.isfile(str(out) + ".report.json")
+    for ours, theirs in zip(one["outputs"], report["outputs"]):
+        assert open(ours, "rb").read() == open(theirs, "rb").read()
+    assert sorted(os.listdir(out.parent)) == sorted(
+        [os.path.basename(p) for p in one["outputs"]] + ["out.tfrecord.report.json", "out.tfrecord.report.txt"])
 
 
 def test_reader_gives_the_shared_layout(written):
