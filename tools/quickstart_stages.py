@@ -2,7 +2,6 @@
 bar and a one-line summary. Kept apart from the argument parsing to stay readable."""
 
 import glob
-import json
 import os
 import time
 import zlib

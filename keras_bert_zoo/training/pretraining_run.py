@@ -8,29 +8,26 @@ in `<checkpoint_dir>/phase2`.
 """
 
 import logging
-import math
 import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_zoo.training.callbacks import HeldOutEvaluation, ScalarLogger
 from keras_bert_zoo.training.distribute import get_strategy, is_chief
 from keras_bert_zoo.training.pretraining_loop import fit_resumable
+from keras_bert_zoo.training.pretraining_phases import (
+    check_phase2,
+    check_positive,
+    max_sequence_length,
+    phase_callbacks,
+    phase_settings,
+)
 
 logger = logging.getLogger("keras_bert_zoo.training")
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 SIZE_KEYS = ("num_layers", "num_heads", "hidden_dim", "intermediate_dim", "max_sequence_length")
-PHASE2_KEYS = ("phase2_sequence_length", "phase2_max_predictions", "phase2_batch_size", "phase2_tfrecords")
-PHASE2_SEED_OFFSET = 2  # phase 2 draws its data with seed + 2 (held-out batches use seed + 1)
-
-
-def _check_positive(a, names, allow_none=False):
-    for name, value in ((n, a[n]) for n in names if not (allow_none and a[n] is None)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}.")
 
 
 def _check(args):
@@ -45,73 +42,11 @@ def _check(args):
         raise ValueError("Text input needs a `vocabulary` (vocab.txt) or a `preset` that has one.")
     if args["preset"] is None and not args["size"]:
         raise ValueError(f"Give a `preset` or a `size` dict with {SIZE_KEYS}.")
-    _check_positive(args, ("steps", "batch_size"))
+    check_positive(args, ("steps", "batch_size"))
     if args["objective"] == "ltr" and args["eval_every"]:
         raise ValueError("Held-out evaluation measures masked-LM accuracy, which objective='ltr' has "
                          f"not. Received: eval_every={args['eval_every']!r}. Pass eval_every=0.")
-    _check_phase2(args)
-
-
-def _check_phase2(a):
-    steps2 = a["phase2_steps"]
-    if not isinstance(steps2, int) or isinstance(steps2, bool) or not 0 <= steps2 < a["steps"]:
-        raise ValueError(
-            "`phase2_steps` counts the steps of phase 2 inside `steps`, so it must be an integer "
-            f"in [0, steps). Received: phase2_steps={steps2!r}, steps={a['steps']!r}. For the paper's "
-            "recipe use steps=N and phase2_steps=N // 10."
-        )
-    given = [k for k in PHASE2_KEYS if a[k] is not None]
-    if steps2 == 0 and given:
-        raise ValueError(f"{given} only apply to phase 2, which has no steps (phase2_steps=0). "
-                         "Set `phase2_steps` or drop them.")
-    _check_positive(a, PHASE2_KEYS[:3], allow_none=True)
-    if steps2 and a["tfrecords"] is not None:
-        if a["phase2_tfrecords"] is None:
-            raise ValueError("TFRecord input fixes the sequence length, so phase 2 needs its own records: "
-                             "pass `phase2_tfrecords` (written at the phase-2 length). Received: None.")
-        for name in ("phase2_sequence_length", "phase2_max_predictions"):
-            if a[name] is not None:
-                raise ValueError(f"`{name}` is for text input; TFRecords carry their own lengths. "
-                                 f"Received: {name}={a[name]!r}. Drop it.")
-    if a["phase2_tfrecords"] is not None and a["train_files"] is not None:
-        raise ValueError("`phase2_tfrecords` needs TFRecord input (`tfrecords`); text input makes phase-2 "
-                         f"batches itself. Received: phase2_tfrecords={a['phase2_tfrecords']!r}.")
-
-
-def _max_sequence_length(preset, size):
-    if "max_sequence_length" in size:
-        return size["max_sequence_length"]
-    if preset is None:
-        return 512  # BertBackbone's default
-    from keras_bert_zoo.presets import get_preset_config
-
-    return get_preset_config(preset)["max_sequence_length"]
-
-
-def _phases(a, max_length):
-    """Per-phase settings; `end` is the phase's last global step."""
-    phase1 = dict(name="phase 1", offset=0, end=a["steps"] - a["phase2_steps"], batch_size=a["batch_size"],
-                  sequence_length=a["sequence_length"], max_predictions=a["max_predictions"],
-                  tfrecords=a["tfrecords"], seed=a["seed"], checkpoint_dir=a["checkpoint_dir"])
-    phases = [phase1]
-    if a["phase2_steps"]:
-        length = a["phase2_sequence_length"] or max_length
-        predictions = a["phase2_max_predictions"] or math.ceil(
-            a["max_predictions"] * length / a["sequence_length"])
-        phases.append(dict(name="phase 2", offset=phase1["end"], end=a["steps"],
-                           batch_size=a["phase2_batch_size"] or a["batch_size"], sequence_length=length,
-                           max_predictions=predictions, tfrecords=a["phase2_tfrecords"],
-                           seed=a["seed"] + PHASE2_SEED_OFFSET,
-                           checkpoint_dir=os.path.join(os.fspath(a["checkpoint_dir"]), "phase2")))
-    if a["train_files"] is not None:
-        for phase in phases:
-            if phase["sequence_length"] > max_length:
-                key = "sequence_length" if phase["offset"] == 0 else "phase2_sequence_length"
-                raise ValueError(
-                    f"`{key}`={phase['sequence_length']} is longer than the model's "
-                    f"max_sequence_length={max_length} (its position table). Shorten it or build "
-                    "the model with a larger `max_sequence_length` (size override).")
-    return phases
+    check_phase2(args)
 
 
 def _vocabulary(vocabulary, preset):
@@ -214,8 +149,9 @@ def _make_dataset_fn(a, tokenizer, phase):
             ds = read_pretraining_tfrecords(phase["tfrecords"], batch, shuffle=True, seed=seed, num_epochs=None)
         if a["objective"] == "ltr":
             ds = ds.map(_drop_masking)
-        # Worker `index` of `count` takes every count-th batch (each worker builds the
-        # whole pipeline: simple, and cheap next to a training step).
+        # Stream `index` of `count` (a replica under MirroredStrategy, a worker under
+        # MultiWorkerMirroredStrategy; see replica_input) takes every count-th batch:
+        # each builds the whole pipeline, simple and cheap next to a training step.
         return ds.shard(count, index) if count > 1 else ds
 
     return dataset_fn
@@ -236,58 +172,13 @@ def _held_out_batches(a, dataset_fn):
     return [tf.nest.map_structure(np.asarray, b) for b in ds.take(a["eval_batches"])]
 
 
-class _ShiftedStep:
-    """A phase's step variable read as the global step (`offset` steps of earlier phases)."""
-
-    def __init__(self, step, offset):
-        self.inner, self.offset = step, offset
-
-    def numpy(self):
-        return self.inner.numpy() + self.offset
-
-
-class _GlobalStepMixin:
-    """`fit_resumable` sets `step` to the phase's own counter; report it shifted by `offset`."""
-
-    offset = 0
-
-    @property
-    def step(self):
-        inner = self.__dict__.get("_phase_step")
-        return inner if inner is None or not self.offset else _ShiftedStep(inner, self.offset)
-
-    @step.setter
-    def step(self, value):
-        self.__dict__["_phase_step"] = value
-
-
-class _PhaseEvaluation(_GlobalStepMixin, HeldOutEvaluation):
-    pass
-
-
-class _PhaseScalarLogger(_GlobalStepMixin, ScalarLogger):
-    pass
-
-
-def _callbacks(a, batches, offset):
-    callbacks, evaluation = [], None
-    if a["log_dir"]:
-        callbacks.append(_PhaseScalarLogger(a["log_dir"], every_n_steps=max(1, a["save_every"] // 10)))
-    if batches:
-        evaluation = _PhaseEvaluation(batches, a["eval_every"], log_dir=a["log_dir"])
-        callbacks.append(evaluation)
-    for callback in callbacks:
-        callback.offset = offset
-    return callbacks, evaluation
-
-
 def _run_phases(a, model, tokenizer, phases):
     """Runs each phase to its end step; returns `(global step, resumed_from, held-out history)`."""
     batches = _held_out_batches(a, _make_dataset_fn(a, tokenizer, phases[0]))
     resumed_from, resuming, history = 0, True, []
     for phase in phases:
         dataset_fn = _make_dataset_fn(a, tokenizer, phase)
-        callbacks, evaluation = _callbacks(a, batches, phase["offset"])
+        callbacks, evaluation = phase_callbacks(a, batches, phase["offset"])
         if len(phases) > 1:
             logger.info("%s: global steps %d-%d, length %d, batch %d.", phase["name"], phase["offset"] + 1,
                         phase["end"], phase["sequence_length"], phase["batch_size"])
@@ -367,7 +258,7 @@ def run_pretraining(output_dir, checkpoint_dir, train_files=None, tfrecords=None
     a = dict(locals())
     a["size"] = dict(size or {})
     _check(a)
-    phases = _phases(a, _max_sequence_length(preset, a["size"]))
+    phases = phase_settings(a, max_sequence_length(preset, a["size"]))
     keras.utils.set_random_seed(seed)
     if deterministic:
         tf.config.experimental.enable_op_determinism()

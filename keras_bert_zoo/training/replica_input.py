@@ -65,7 +65,7 @@ def resumable_input(strategy, dataset_fn, global_batch_size):
     Returns:
         `ResumableInput`.
     """
-    per_replica = _check_batch(strategy, global_batch_size)
+    _check_batch(strategy, global_batch_size)
     if isinstance(strategy, tf.distribute.MirroredStrategy):
         options = tf.distribute.InputOptions(
             experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,

@@ -160,7 +160,7 @@ def test_multi_worker_restore_picks_a_step_every_worker_saved(tmp_path):
         return model, it, TrainingCheckpoint(directory, model, iterator={"worker": it}, is_chief=index == 0,
                                              worker=(index, 2), fallback=False)
 
-    (m0, it0, c0), (m1, it1, c1) = worker(0, 0), worker(1, 0)
+    (_, it0, c0), (_, it1, c1) = worker(0, 0), worker(1, 0)
     expected = {}
     for step in (2, 4):
         for it in (it0, it1):
