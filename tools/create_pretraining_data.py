@@ -1,8 +1,9 @@
 """Writes masked-LM + next-sentence pretraining TFRecords from raw text (original flags).
 
 Input: text files, one sentence per line, a blank line between documents. Each input
-file is one shard, written to its own output file; `--threads` shards are written
-concurrently in this process (default: one per core), or by `--num_workers` processes;
+file is one shard, written to its own output file by one in-process `tf.data` pipeline
+over all shards, `--threads` shards in flight at once (default: one per core), or by
+`--num_workers` processes;
 a report (`<output>.report.json` / `.report.txt`) is written next to the first output.
 
     python tools/create_pretraining_data.py --input_file "wiki/*.txt" \
@@ -51,7 +52,7 @@ def parse_args(argv=None):
     p.add_argument("--num_workers", type=int, default=1,
                    help="Worker processes (each pays TF start-up; --threads is usually faster).")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                   help="Shards written concurrently in this process (with --num_workers 1).")
+                   help="Shards in flight at once in this process's pipeline (with --num_workers 1).")
     p.add_argument("--no_progress", action="store_true", help="No progress line on stderr.")
     return p.parse_args(argv)
 

@@ -215,9 +215,10 @@ def write_pretraining_tfrecords(files, output_file, tokenizer, max_seq_length=12
         window_size: int. Documents among which the random next document is drawn.
         num_workers: int. Worker processes (one shard each at a time). Defaults to 1.
             Each process pays Python + TensorFlow start-up and graph building (seconds);
-            in-process `threads` is usually faster.
-        threads: int or None. With `num_workers=1`: shards written concurrently in this
-            process (same output as one at a time). Defaults to `os.cpu_count()`.
+            the default single process is faster.
+        threads: int or None. With `num_workers=1`: shards in flight at once in this
+            process's one pipeline (each runs its own tf.data stages; same output as one
+            at a time). Defaults to `os.cpu_count()`.
         progress: bool. Print a progress line to stderr. Defaults to False.
 
     Returns:

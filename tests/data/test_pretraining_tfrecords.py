@@ -215,3 +215,19 @@ def test_report_library_function_matches_the_writer(written):
     assert lib["counts"]["instances"] == records
     text = format_report(lib)
     assert f"instances: {records}," in text and "[UNK] rate" in text
+
+
+def test_failure_midway_leaves_no_partial_shard(written, tmp_path):
+    from keras_bert_zoo.data.pretraining_writer import write_shards
+
+    files, _, tokenizer, _ = written
+    options = dict(max_seq_length=S, max_predictions_per_seq=P, random_seed=5, dupe_factor=2,
+                   masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False, window_size=256)
+
+    def fail(n):
+        raise KeyboardInterrupt("stopped after the first window")
+
+    outputs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(files, outputs, tokenizer, options, parallel_shards=2, on_window=fail)
+    assert os.listdir(tmp_path) == []
