@@ -164,13 +164,15 @@ class HeldOutEvaluation(keras.callbacks.Callback):
         every_n_steps: int.
         step: `tf.Variable` global step, or None to count this run's steps.
         log_dir: str or None. TensorBoard directory (`<log_dir>/held_out`).
+        step_offset: int. Added to `step` (steps of earlier training phases).
     """
 
-    def __init__(self, batches, every_n_steps, step=None, log_dir=None):
+    def __init__(self, batches, every_n_steps, step=None, log_dir=None, step_offset=0):
         super().__init__()
         self.batches = list(batches)
         self.every_n_steps = every_n_steps
         self.step = step
+        self.step_offset = step_offset
         self.history = []
         self._count = 0
         self._writer = tf.summary.create_file_writer(log_dir + "/held_out") if log_dir else None
@@ -184,7 +186,7 @@ class HeldOutEvaluation(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self._count += 1
-        step = int(self.step.numpy()) if self.step is not None else self._count
+        step = (int(self.step.numpy()) if self.step is not None else self._count) + self.step_offset
         if step % self.every_n_steps:
             return
         result = self.evaluate()
@@ -210,16 +212,18 @@ class ScalarLogger(keras.callbacks.Callback):
         log_dir: str. Events go to `<log_dir>/train`.
         every_n_steps: int. Defaults to 10.
         step: `tf.Variable` global step, or None (`fit_resumable` sets it).
+        step_offset: int. Added to `step` (steps of earlier training phases).
     """
 
-    def __init__(self, log_dir, every_n_steps=10, step=None):
+    def __init__(self, log_dir, every_n_steps=10, step=None, step_offset=0):
         super().__init__()
         self.every_n_steps = max(1, int(every_n_steps))
         self.step = step
+        self.step_offset = step_offset
         self._writer = tf.summary.create_file_writer(log_dir + "/train")
 
     def on_train_batch_end(self, batch, logs=None):
-        step = int(self.step.numpy()) if self.step is not None else batch + 1
+        step = (int(self.step.numpy()) if self.step is not None else batch + 1) + self.step_offset
         if step % self.every_n_steps or not logs:
             return
         with self._writer.as_default():

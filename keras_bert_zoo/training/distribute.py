@@ -153,24 +153,34 @@ def is_chief(strategy):
     return task_type == "chief" or (task_type == "worker" and task_id == 0 and not has_chief)
 
 
-def distribute_dataset(strategy, dataset_fn, global_batch_size):
-    """One input pipeline per worker, each yielding its replicas' share of the batch.
+def per_replica_batch_size(strategy, global_batch_size):
+    """`global_batch_size // replicas`, refusing a batch the replicas cannot share evenly."""
+    replicas = strategy.num_replicas_in_sync
+    if (not isinstance(global_batch_size, int) or isinstance(global_batch_size, bool)
+            or global_batch_size < 1 or global_batch_size % replicas):
+        raise ValueError(
+            f"`batch_size` must be a positive integer divisible by the {replicas} replicas in "
+            f"sync. Received: batch_size={global_batch_size!r}."
+        )
+    return global_batch_size // replicas
+
+
+def distribute_dataset(strategy, dataset_fn, global_batch_size, options=None):
+    """`distribute_datasets_from_function`: one input pipeline per worker (or per replica
+    with `InputReplicationMode.PER_REPLICA` options), each yielding per-replica batches.
 
     Args:
         strategy: `tf.distribute.Strategy`.
-        dataset_fn: callable `(shard_index, num_shards, per_replica_batch_size) ->
-            tf.data.Dataset` of batches of `per_replica_batch_size`.
+        dataset_fn: callable `(index, count, per_replica_batch_size) ->
+            tf.data.Dataset` of batches of `per_replica_batch_size`; `index` of `count`
+            input pipelines.
         global_batch_size: int. Must divide evenly by the number of replicas.
+        options: `tf.distribute.InputOptions` or None.
 
     Returns:
-        A distributed dataset (iterate it, or `iter()` it and checkpoint the iterator).
+        A distributed dataset.
     """
-    replicas = strategy.num_replicas_in_sync
-    if global_batch_size % replicas:
-        raise ValueError(
-            f"`batch_size` must be divisible by the {replicas} replicas in sync. "
-            f"Received: batch_size={global_batch_size}."
-        )
+    per_replica_batch_size(strategy, global_batch_size)
 
     def fn(context):
         return dataset_fn(
@@ -179,7 +189,7 @@ def distribute_dataset(strategy, dataset_fn, global_batch_size):
             context.get_per_replica_batch_size(global_batch_size),
         )
 
-    return strategy.distribute_datasets_from_function(fn)
+    return strategy.distribute_datasets_from_function(fn, options)
 
 
 def worker_context(strategy):
@@ -214,17 +224,12 @@ class ReplicaFeeder:
     """
 
     def __init__(self, strategy, dataset_fn, global_batch_size):
-        replicas = strategy.num_replicas_in_sync
-        if not isinstance(global_batch_size, int) or global_batch_size % replicas:
-            raise ValueError(
-                f"`batch_size` must be an integer divisible by the {replicas} replicas in "
-                f"sync. Received: batch_size={global_batch_size!r}."
-            )
+        per_replica = per_replica_batch_size(strategy, global_batch_size)
         self.strategy = strategy
-        index, workers, self.local_replicas = worker_context(strategy)
-        self.dataset = dataset_fn(index, workers, global_batch_size // replicas)
+        self.worker_index, self.num_workers, self.local_replicas = worker_context(strategy)
+        self.dataset = dataset_fn(self.worker_index, self.num_workers, per_replica)
         self.iterator = iter(self.dataset)
-        self._plain = replicas == 1 and not getattr(strategy, "cluster_resolver", None)
+        self._plain = strategy.num_replicas_in_sync == 1 and not getattr(strategy, "cluster_resolver", None)
 
     def __iter__(self):
         return self

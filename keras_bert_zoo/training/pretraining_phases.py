@@ -82,46 +82,12 @@ def phase_settings(a, max_length):
     return phases
 
 
-class _ShiftedStep:
-    """A phase's step variable read as the global step (`offset` steps of earlier phases)."""
-
-    def __init__(self, step, offset):
-        self.inner, self.offset = step, offset
-
-    def numpy(self):
-        return self.inner.numpy() + self.offset
-
-
-class _GlobalStepMixin:
-    """`fit_resumable` sets `step` to the phase's own counter; report it shifted by `offset`."""
-
-    offset = 0
-
-    @property
-    def step(self):
-        inner = self.__dict__.get("_phase_step")
-        return inner if inner is None or not self.offset else _ShiftedStep(inner, self.offset)
-
-    @step.setter
-    def step(self, value):
-        self.__dict__["_phase_step"] = value
-
-
-class _PhaseEvaluation(_GlobalStepMixin, HeldOutEvaluation):
-    pass
-
-
-class _PhaseScalarLogger(_GlobalStepMixin, ScalarLogger):
-    pass
-
-
 def phase_callbacks(a, batches, offset):
+    """TensorBoard and held-out callbacks of one phase, reporting global steps."""
     callbacks, evaluation = [], None
     if a["log_dir"]:
-        callbacks.append(_PhaseScalarLogger(a["log_dir"], every_n_steps=max(1, a["save_every"] // 10)))
+        callbacks.append(ScalarLogger(a["log_dir"], every_n_steps=max(1, a["save_every"] // 10), step_offset=offset))
     if batches:
-        evaluation = _PhaseEvaluation(batches, a["eval_every"], log_dir=a["log_dir"])
+        evaluation = HeldOutEvaluation(batches, a["eval_every"], log_dir=a["log_dir"], step_offset=offset)
         callbacks.append(evaluation)
-    for callback in callbacks:
-        callback.offset = offset
     return callbacks, evaluation

@@ -81,20 +81,6 @@ def _custom_backbone(size, vocabulary_size, precision):
     return BertBackbone(vocabulary_size=vocabulary_size, dtype=precision, **size)
 
 
-def _load_start_weights(model, preset):
-    """Loads backbone and whichever pretraining heads `preset` has; returns the heads loaded."""
-    from keras_bert_zoo.weights import mapping
-    from keras_bert_zoo.weights.loading import load_pretrainer_weights, pretrainer_targets
-
-    names = list(pretrainer_targets(model))
-    counts = {h: sum(mapping.head_of(n) == h for n in names) for h in ("mlm", "nsp")}
-    heads = [h for h in counts if counts[h]]
-    missing = len(names) - load_pretrainer_weights(model, preset)["loaded"]  # logs a missing head
-    # A head loads whole or not at all (mlm: 5 tensors, nsp: 2), so the shortfall names it.
-    absent = ([h for h in heads if counts[h] == missing] or heads) if missing else []
-    return [h for h in heads if h not in absent]
-
-
 def _build_model(a, vocabulary_size):
     """Returns `(compiled BertPretrainer, heads loaded from the preset)`."""
     from keras_bert_zoo.models.bert_backbone import BertBackbone
@@ -110,7 +96,9 @@ def _build_model(a, vocabulary_size):
     model = BertPretrainer(backbone, nsp=a["nsp"], objective=a["objective"])
     heads = []
     if a["preset"] is not None and a["load_weights"]:
-        heads = _load_start_weights(model, a["preset"])
+        from keras_bert_zoo.weights.loading import load_pretrainer_weights
+
+        heads = load_pretrainer_weights(model, a["preset"])["heads"]  # logs a head it lacks
         logger.info("Started from %s: backbone + heads %s (others random).", a["preset"], heads)
     model.compile(learning_rate=a["learning_rate"], warmup_steps=max(1, a["warmup_steps"]),
                   total_steps=a["steps"])
@@ -136,13 +124,6 @@ def _make_dataset_fn(a, tokenizer, phase):
             ds = pretraining_dataset(files or a["train_files"], tokenizer, batch,
                                      sequence_length=phase["sequence_length"],
                                      max_predictions=phase["max_predictions"], seed=seed)
-            # The tokenizer's ops hold resources (vocabulary tables) that tf.data calls
-            # stateful, which blocks saving the iterator; their state is constant, so
-            # it is safe to leave out. (Random draws in the pipeline are stateless.)
-            options = tf.data.Options()
-            options.experimental_external_state_policy = (
-                tf.data.experimental.ExternalStatePolicy.IGNORE)
-            ds = ds.with_options(options)
         else:
             from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords
 
@@ -182,7 +163,7 @@ def _run_phases(a, model, tokenizer, phases):
         if len(phases) > 1:
             logger.info("%s: global steps %d-%d, length %d, batch %d.", phase["name"], phase["offset"] + 1,
                         phase["end"], phase["sequence_length"], phase["batch_size"])
-        result = fit_resumable(model, lambda i, n, b, f=dataset_fn: f(i, n, b), phase["batch_size"],
+        result = fit_resumable(model, dataset_fn, phase["batch_size"],
                                phase["end"] - phase["offset"], phase["checkpoint_dir"],
                                save_every=a["save_every"], callbacks=callbacks,
                                verbose=1 if a["progress"] else 0)

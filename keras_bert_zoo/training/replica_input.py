@@ -18,12 +18,14 @@ In every case `dataset_fn(index, count, per_replica_batch_size)` must return the
 `index`-th of `count` disjoint streams of per-replica batches.
 """
 
+from typing import NamedTuple
+
 import tensorflow as tf
 
-from keras_bert_zoo.training.distribute import ReplicaFeeder, worker_context
+from keras_bert_zoo.training.distribute import ReplicaFeeder, distribute_dataset
 
 
-class ResumableInput:
+class ResumableInput(NamedTuple):
     """The training iterator of one process and the iterators a checkpoint must save.
 
     Attributes:
@@ -31,27 +33,14 @@ class ResumableInput:
             value under a distribution strategy).
         trackables: dict name → `tf.data` iterator, for `tf.train.Checkpoint`.
         element_spec: the element spec of one replica's batches.
-        mode: `"single"`, `"per_replica"` or `"per_worker"`.
         worker_index, num_workers: this process's place in the cluster.
     """
 
-    def __init__(self, iterator, trackables, element_spec, mode, worker_index=0, num_workers=1):
-        self.iterator = iterator
-        self.trackables = trackables
-        self.element_spec = element_spec
-        self.mode = mode
-        self.worker_index = worker_index
-        self.num_workers = num_workers
-
-
-def _check_batch(strategy, global_batch_size):
-    replicas = strategy.num_replicas_in_sync
-    if not isinstance(global_batch_size, int) or global_batch_size < 1 or global_batch_size % replicas:
-        raise ValueError(
-            f"`batch_size` must be a positive integer divisible by the {replicas} replicas in "
-            f"sync. Received: batch_size={global_batch_size!r}."
-        )
-    return global_batch_size // replicas
+    iterator: object
+    trackables: dict
+    element_spec: object
+    worker_index: int = 0
+    num_workers: int = 1
 
 
 def resumable_input(strategy, dataset_fn, global_batch_size):
@@ -65,18 +54,12 @@ def resumable_input(strategy, dataset_fn, global_batch_size):
     Returns:
         `ResumableInput`.
     """
-    _check_batch(strategy, global_batch_size)
     if isinstance(strategy, tf.distribute.MirroredStrategy):
         options = tf.distribute.InputOptions(
             experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
             experimental_fetch_to_device=False,
         )
-
-        def fn(context):
-            return dataset_fn(context.input_pipeline_id, context.num_input_pipelines,
-                              context.get_per_replica_batch_size(global_batch_size))
-
-        iterator = iter(strategy.distribute_datasets_from_function(fn, options))
+        iterator = iter(distribute_dataset(strategy, dataset_fn, global_batch_size, options))
         # One `_SingleWorkerOwnedDatasetIterator` per replica, each over a plain
         # OwnedIterator (checked: a change in TF's internals fails loudly here).
         plain = [getattr(w, "_iterator", None) for w in getattr(iterator, "_iterators", [])]
@@ -87,9 +70,7 @@ def resumable_input(strategy, dataset_fn, global_batch_size):
                 f"tf.data iterators (found {plain!r}); keras_bert_zoo's resumable input needs them."
             )
         trackables = {f"replica_{i}": p for i, p in enumerate(plain)}
-        return ResumableInput(iterator, trackables, plain[0].element_spec, "per_replica")
+        return ResumableInput(iterator, trackables, plain[0].element_spec)
     feeder = ReplicaFeeder(strategy, dataset_fn, global_batch_size)
-    index, workers, _ = worker_context(strategy)
-    mode = "single" if feeder._plain else "per_worker"
-    return ResumableInput(feeder, {"worker": feeder.iterator}, feeder.dataset.element_spec, mode,
-                          index, workers)
+    return ResumableInput(feeder, {"worker": feeder.iterator}, feeder.dataset.element_spec,
+                          feeder.worker_index, feeder.num_workers)

@@ -142,13 +142,15 @@ def load_pretrainer_weights(pretrainer, preset, missing_heads="warn"):
             save): `"warn"` (one log line, head left random; default) or `"error"`.
 
     Returns:
-        dict as `load_backbone_weights`.
+        dict as `load_backbone_weights`, plus `heads`: the heads loaded (`"mlm"`,
+        `"nsp"`), in that order.
     """
     if missing_heads not in ("warn", "error"):
         raise ValueError(f"`missing_heads` must be 'warn' or 'error'. Received: missing_heads={missing_heads!r}.")
     tensors, source = read_preset_tensors(preset)
     targets = _drop_absent_heads(pretrainer_targets(pretrainer), tensors, source, missing_heads)
-    return _assign(targets, tensors, source)
+    heads = [h for h in ("mlm", "nsp") if any(mapping.head_of(n) == h for n in targets)]
+    return dict(_assign(targets, tensors, source), heads=heads)
 
 
 def get_head_tensors(preset, head):

@@ -10,23 +10,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from tools import pretrain  # noqa: E402
 
-WORDS = ["the", "cat", "dog", "sat", "on", "mat", "a", "big", "small", "red", "ran", "home"]
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    rng = np.random.default_rng(0)
-    lines = []
-    for _ in range(30):  # documents
-        for _ in range(int(rng.integers(2, 5))):
-            lines.append(" ".join(rng.choice(WORDS, int(rng.integers(3, 8)))) + " .")
-        lines.append("")
-    text = tmp_path / "corpus.txt"
-    text.write_text("\n".join(lines) + "\n")
-    vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(SPECIALS + WORDS + ["."]) + "\n")
-    return str(text), str(vocab)
 
 
 def _argv(tmp_path, text, vocab, steps):
@@ -84,9 +67,6 @@ def test_cli_and_library_validate_arguments(tmp_path, corpus):
 @pytest.mark.slow
 def test_tfrecords_input_trains_the_records(tmp_path):
     """TFRecords in the original layout → training on exactly those records → preset."""
-    import tensorflow as tf
-
-    from keras_bert_zoo.data.tfrecords import serialize_examples
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.training.pretraining_run import run_pretraining
     from tests.training import tiny
@@ -94,12 +74,8 @@ def test_tfrecords_input_trains_the_records(tmp_path):
     batch = next(iter(tiny.synthetic_dataset(12)))
     features = {**{k: np.asarray(v) for k, v in batch[0].items()},
                 **{k: np.asarray(v) for k, v in batch[1].items()}}
-    path = str(tmp_path / "data.tfrecord")
-    with tf.io.TFRecordWriter(path) as writer:
-        for record in serialize_examples(features):
-            writer.write(record)
-    vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(SPECIALS + [f"w{i}" for i in range(tiny.VOCAB - len(SPECIALS))]) + "\n")
+    path = tiny.write_tfrecord(tmp_path / "data.tfrecord", features)
+    vocab = tiny.write_placeholder_vocab(tmp_path / "vocab.txt")
     result = run_pretraining(str(tmp_path / "preset"), str(tmp_path / "ckpt"), tfrecords=path,
                              vocabulary=str(vocab), size=dict(tiny.TINY), strategy="cpu", steps=3,
                              warmup_steps=1, batch_size=4, learning_rate=1e-3, save_every=3,

@@ -15,26 +15,9 @@ from keras_bert_zoo.training.pretraining_run import run_pretraining
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 sys.path.insert(0, ROOT)
 
-WORDS = ["the", "cat", "dog", "sat", "on", "mat", "a", "big", "small", "red", "ran", "home"]
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _REAL_FIT = pretraining_run.fit_resumable
 LEN1, LEN2 = 16, 32  # phase lengths; the model's position table has LEN2 rows
 SIZE = dict(num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=LEN2)
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    rng = np.random.default_rng(0)
-    lines = []
-    for _ in range(30):  # documents of 2-4 sentences
-        for _ in range(int(rng.integers(2, 5))):
-            lines.append(" ".join(rng.choice(WORDS, int(rng.integers(3, 8)))) + " .")
-        lines.append("")
-    text = tmp_path / "corpus.txt"
-    text.write_text("\n".join(lines) + "\n")
-    vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(SPECIALS + WORDS + ["."]) + "\n")
-    return str(text), str(vocab)
 
 
 def _kwargs(tmp_path, corpus, name="run", **overrides):
@@ -284,7 +267,6 @@ def test_left_to_right_batches_get_the_masked_tokens_back():
 def test_tfrecord_input_runs_phase_two_on_its_own_records(tmp_path, monkeypatch):
     import tensorflow as tf
 
-    from keras_bert_zoo.data.tfrecords import serialize_examples
     from tests.training import tiny
 
     x, y = next(iter(tiny.synthetic_dataset(8)))
@@ -294,12 +276,8 @@ def test_tfrecord_input_runs_phase_two_on_its_own_records(tmp_path, monkeypatch)
         features = {k: np.pad(np.asarray(v), pad) if k != "mask_positions" else np.asarray(v)
                     for k, v in x.items()}
         features.update({k: np.asarray(v) for k, v in y.items()})
-        paths.append(str(tmp_path / f"len{length}.tfrecord"))
-        with tf.io.TFRecordWriter(paths[-1]) as writer:
-            for record in serialize_examples(features):
-                writer.write(record)
-    vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(SPECIALS + [f"w{i}" for i in range(tiny.VOCAB - len(SPECIALS))]) + "\n")
+        paths.append(tiny.write_tfrecord(tmp_path / f"len{length}.tfrecord", features))
+    vocab = tiny.write_placeholder_vocab(tmp_path / "vocab.txt")
     lengths = []
     real = pretraining_run._make_dataset_fn
 

@@ -57,3 +57,38 @@ def synthetic_dataset(batch_size, seed=7, with_ids=False, shard=(0, 1)):
 
 def numpy_weights(model):
     return [np.array(v) for v in model.weights]
+
+
+WORDS = ["the", "cat", "dog", "sat", "on", "mat", "a", "big", "small", "red", "ran", "home"]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def write_text_corpus(directory):
+    """30 documents of 2–4 sentences of `WORDS` and their vocab.txt; returns the two paths."""
+    rng = np.random.default_rng(0)
+    lines = []
+    for _ in range(30):  # documents
+        for _ in range(int(rng.integers(2, 5))):
+            lines.append(" ".join(rng.choice(WORDS, int(rng.integers(3, 8)))) + " .")
+        lines.append("")
+    text = directory / "corpus.txt"
+    text.write_text("\n".join(lines) + "\n")
+    vocab = directory / "vocab.txt"
+    vocab.write_text("\n".join(SPECIALS + WORDS + ["."]) + "\n")
+    return str(text), str(vocab)
+
+
+def write_placeholder_vocab(path):
+    """A vocab.txt of the specials and `VOCAB - 5` placeholder words (for TFRecord input)."""
+    path.write_text("\n".join(SPECIALS + [f"w{i}" for i in range(VOCAB - len(SPECIALS))]) + "\n")
+    return str(path)
+
+
+def write_tfrecord(path, features):
+    """Writes a dict of (N, ...) arrays in the shared layout as original-format TFRecords."""
+    from keras_bert_zoo.data.tfrecords import serialize_examples
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in serialize_examples(features):
+            writer.write(record)
+    return str(path)

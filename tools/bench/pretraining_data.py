@@ -246,18 +246,19 @@ def run(args):
         "| corpus | instances | port s (inst/s) | our CLI s, end to end (inst/s) | ours ÷ port (per round) |",
         "|---|---|---|---|---|",
     ]
-    base = None
+    cli_of = {}
+    cell = lambda r: f"{r['seconds']:.1f} ({r['rate']:.0f})" if "rate" in r else _fmt(r)[0]  # noqa: E731
     for name, (files, sentences) in corpora.items():
         port, _ = _combine(per_round[f"port_{name}"])
         cli, ratios = _combine(per_round[f"cli_{name}"], per_round[f"port_{name}"])
+        cli_of[name] = cli
         if name == "large":
             base = port.get("rate")
-        cell = lambda r: f"{r['seconds']:.1f} ({r['rate']:.0f})" if "rate" in r else _fmt(r)[0]  # noqa: E731
         lines.append(f"| {name}: {mb(files):.1f} MB, {len(files)} shards, {sentences} sentences | "
                      f"{port.get('instances', '?')} / {cli.get('instances', '?')} | {cell(port)} | {cell(cli)} | "
                      f"{_ratio_cell(ratios)} |")
     if "xl" in corpora:  # the marginal rate: what each extra instance costs once start-up is paid
-        (large_cli, _), (xl_cli, _) = _combine(per_round["cli_large"]), _combine(per_round["cli_xl"])
+        large_cli, xl_cli = cli_of["large"], cli_of["xl"]
         if base and "rate" in large_cli and "rate" in xl_cli:
             rate = (xl_cli["instances"] - large_cli["instances"]) / (xl_cli["seconds"] - large_cli["seconds"])
             lines.append(f"\nMarginal rate of our CLI from the large to the xl corpus: {rate:.0f} instances/s, "
