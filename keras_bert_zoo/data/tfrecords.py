@@ -9,6 +9,7 @@ Written features (exactly `create_pretraining_data.py`'s): int64 `input_ids`,
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_zoo.data.example_encoder import encode_examples
 from keras_bert_zoo.data.pretraining import to_batch_layout
 
 # Shared-layout name → accepted names (ours, the original's, Model Garden's).
@@ -21,51 +22,6 @@ FEATURE_ALIASES = {
     "mlm_weights": ("mlm_weights", "masked_lm_weights"),
     "nsp_labels": ("nsp_labels", "next_sentence_labels"),
 }
-# Our feature → original feature name, in the original's write order.
-ORIGINAL_NAMES = (
-    ("token_ids", "input_ids"), ("padding_mask", "input_mask"), ("segment_ids", "segment_ids"),
-    ("mask_positions", "masked_lm_positions"), ("mlm_ids", "masked_lm_ids"),
-    ("mlm_weights", "masked_lm_weights"), ("nsp_labels", "next_sentence_labels"),
-)
-
-
-def _encode_proto(message, fields, values):
-    """`tf.io.encode_proto` of one message per row; every field is a (rows, k) tensor."""
-    rows = tf.shape(values[0])[0]
-    sizes = tf.stack([tf.fill([rows], tf.shape(v)[1]) for v in values], axis=1)
-    return tf.io.encode_proto(sizes, values, fields, f"tensorflow.{message}")
-
-
-def encode_examples(features):
-    """Serializes a batch of instances to `tf.train.Example` bytes, in graph.
-
-    Nested `tf.io.encode_proto` calls (`Int64List`/`FloatList` → `Feature` →
-    `Features.FeatureEntry` → `Features` → `Example`), features in the original's write
-    order: the bytes are what protobuf writes for an `Example` built in that order
-    (tests check), and the records parse with the original `run_pretraining.py` spec.
-    Runs inside `tf.data` (no Python per record) or eagerly.
-
-    Args:
-        features: dict of tensors with a leading batch axis: `token_ids`, `padding_mask`,
-            `segment_ids`, `mask_positions`, `mlm_ids` (ints), `mlm_weights` (floats),
-            `nsp_labels`.
-
-    Returns:
-        1-D string tensor, one serialized Example per row.
-    """
-    rows = tf.shape(features["nsp_labels"])[0]
-    entries = []
-    for ours, original in ORIGINAL_NAMES:
-        values = tf.reshape(features[ours], [rows, -1])
-        if ours == "mlm_weights":
-            kind, listed = "float_list", _encode_proto("FloatList", ["value"], [tf.cast(values, tf.float32)])
-        else:
-            kind, listed = "int64_list", _encode_proto("Int64List", ["value"], [tf.cast(values, tf.int64)])
-        feature = _encode_proto("Feature", [kind], [listed[:, None]])
-        entries.append(_encode_proto("Features.FeatureEntry", ["key", "value"],
-                                     [tf.fill([rows, 1], original), feature[:, None]]))
-    example_features = _encode_proto("Features", ["feature"], [tf.stack(entries, axis=1)])
-    return _encode_proto("Example", ["features"], [example_features[:, None]])
 
 
 def serialize_examples(features):

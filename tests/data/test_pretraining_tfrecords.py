@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert_zoo.data.example_encoder import ORIGINAL_NAMES, _flat_compatible
 from keras_bert_zoo.data.pretraining import instance_windows, make_masker
 from keras_bert_zoo.data.pretraining_writer import write_pretraining_tfrecords
-from keras_bert_zoo.data.tfrecords import ORIGINAL_NAMES, read_pretraining_tfrecords, serialize_examples
+from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords, serialize_examples
 from tests.data import pretraining_corpus as corpus
 
 S, P = 32, 5
@@ -66,13 +67,21 @@ def reference_example(features, i):
     return _field(1, entries)  # Example.features = 1
 
 
-def test_encoder_matches_protobuf():
+@pytest.mark.parametrize("weights", ["any floats", "1.0 then 0.0"])
+def test_encoder_matches_protobuf(weights):
+    """Both encoders (nested encode_proto for any weights; one flat varint stream for the
+    writer's 1.0…0.0 weights) give protobuf's bytes, for any int64 values."""
     rng = np.random.default_rng(0)
     f = dict(token_ids=rng.integers(-2**40, 2**40, (6, S)), padding_mask=rng.integers(0, 2, (6, S)),
-             segment_ids=rng.integers(0, 2, (6, S)), mask_positions=rng.integers(0, S, (6, P)),
+             segment_ids=rng.integers(0, 300, (6, S)), mask_positions=rng.integers(0, S, (6, P)),
              mlm_ids=rng.integers(0, 130000, (6, P)), mlm_weights=rng.random((6, P)).astype("float32"),
              nsp_labels=rng.integers(0, 2, (6,)))
     f["token_ids"][0, :8] = [0, 127, 128, 16383, 16384, 2**21, -1, -(2**63)]
+    if weights != "any floats":
+        f["mlm_weights"] = (np.arange(P)[None] < np.array([0, 1, 2, P - 1, P, 3])[:, None]).astype("float32")
+        f["padding_mask"][:3] = 1  # one byte per value
+    flat = bool(_flat_compatible(tf.constant(f["mlm_weights"])))
+    assert flat == (weights != "any floats")
     records = serialize_examples(f)
     assert len(records) == 6 and serialize_examples({k: v[:0] for k, v in f.items()}) == []
     for i, record in enumerate(records):
@@ -168,12 +177,16 @@ def test_bad_input_counted_or_refused(written, tmp_path):
     (tmp_path / "odd.txt").write_bytes(
         b"one lonely sentence.\n\n" + long_line.encode() + b"\nthe cat \xff\xfe sings.\n\n\n\xc3\n\nthe dog.\nthe tree.\n"
     )
+    # A shard whose every document is empty once invalid bytes are dropped: a window
+    # without documents.
+    (tmp_path / "void.txt").write_bytes(b"\xc3\n\n\xff\xfe\n")
     report = write_pretraining_tfrecords(str(tmp_path / "*.txt"), str(tmp_path / "o"), tokenizer, max_seq_length=S,
                                          max_predictions_per_seq=P, dupe_factor=1, window_size=4)
     c = report["counts"]
     assert report["empty_files"] == [str(tmp_path / "empty.txt")]
-    assert c["invalid_utf8_lines"] == 2 and c["single_segment_documents"] == 1 and c["long_segments"] == 1
-    assert c["empty_documents"] == 1  # the line of one invalid byte
+    assert c["invalid_utf8_lines"] == 4 and c["single_segment_documents"] == 1 and c["long_segments"] == 1
+    assert c["empty_documents"] == 3  # the lines of only invalid bytes
+    assert list(tf.data.TFRecordDataset(report["outputs"][2])) == []
     assert c["documents"] == 3 and c["instances"] >= 3 and c["truncated"] >= 1
     lengths = [int(r["input_mask"].numpy().sum()) for r in
                map(lambda r: tf.io.parse_single_example(r, ORIGINAL_SPEC), tf.data.TFRecordDataset(report["outputs"][1]))]
