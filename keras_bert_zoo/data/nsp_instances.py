@@ -21,42 +21,22 @@ def _randint(u, low, high):
 
 
 def _loop_step(t, i, chunk_start, cur_len, c):
-    """Advances every document by one segment; returns the new state and the emissions."""
-    nseg, starts, seg_splits, target, d = c["nseg"], c["doc_starts"], c["seg_splits"], c["target"], c["d"]
-    last = tf.shape(seg_splits)[0] - 1
+    """Advances every document by one segment; returns the new state and the emissions.
 
-    def take(idx):  # inactive documents may point past the end; their values are unused
-        return tf.gather(seg_splits, tf.clip_by_value(idx, 0, last))
-
+    Only what the walk depends on is drawn here (where A ends, whether B is random); the
+    random document and its segments are drawn after the loop, for emitted chunks only.
+    """
+    nseg, target = c["nseg"], c["target"]
     active = i < nseg
-    g = starts + tf.minimum(i, nseg - 1)  # global index of the current segment
-    cur_len = cur_len + tf.where(active, take(g + 1) - take(g), 0)
+    g = c["doc_starts"] + tf.minimum(i, nseg - 1)  # global index of the current segment
+    cur_len = cur_len + tf.where(active, tf.gather(c["seg_lens"], g), 0)
     emit = active & ((i == nseg - 1) | (cur_len >= target))
     n = i - chunk_start + 1  # segments in the chunk
-    u = tf.random.stateless_uniform([d, 14], tf.random.experimental.stateless_fold_in(c["seed"], t))
+    u = tf.random.stateless_uniform([c["d"], 2], tf.random.experimental.stateless_fold_in(c["seed"], t))
     a_end = tf.where(n >= 2, _randint(u[:, 0], 1, n - 1), 1)
     is_random = (n == 1) | (u[:, 1] < 0.5)
-    a_s = take(starts + chunk_start)
-    a_e = take(starts + chunk_start + a_end)
-    # Random next: 10 tries to draw another document (the last draw stands otherwise).
-    tries = _randint(u[:, 2:12], 0, d - 1)  # (docs, 10)
-    ok = tries != tf.range(d)[:, None]
-    any_ok = tf.reduce_any(ok, axis=1)
-    r = tf.where(any_ok, tf.gather(tries, tf.argmax(ok, axis=1, output_type=tf.int32), batch_dims=1), tries[:, 9])
-    rg = tf.gather(starts, r) + _randint(u[:, 12], 0, tf.gather(nseg, r) - 1)
-    b_s_rand = take(rg)
-    # Segments are added from the random start until B reaches target - len(A).
-    want = b_s_rand + tf.gather(target, tf.range(d)) - (a_e - a_s)
-    j = tf.searchsorted(seg_splits, want, side="left")
-    j = tf.clip_by_value(j, rg + 1, tf.gather(starts + nseg, r))
-    b_s = tf.where(is_random, b_s_rand, a_e)
-    b_e = tf.where(is_random, take(j), take(g + 1))
     i_next = tf.where(emit & is_random, i - (n - a_end), i)  # put the unused segments back
-    record = tf.stack(
-        [a_s, a_e, b_s, b_e, tf.cast(is_random, tf.int32), tf.cast(is_random & ~any_ok, tf.int32),
-         tf.cast(n == 1, tf.int32), tf.cast(emit, tf.int32)],
-        axis=1,
-    )
+    record = tf.stack([chunk_start, a_end, i, tf.cast(is_random, tf.int32), tf.cast(emit, tf.int32)], axis=1)
     chunk_start = tf.where(emit, i_next + 1, chunk_start)
     cur_len = tf.where(emit, 0, cur_len)
     i = tf.where(active, i_next + 1, i)
@@ -73,24 +53,49 @@ def _pair_offsets(docs, seed, max_num_tokens, short_seq_prob):
     doc_splits = docs.row_splits  # segment offsets of documents
     d = tf.shape(doc_splits)[0] - 1
     nseg = doc_splits[1:] - doc_splits[:-1]
-    u = tf.random.stateless_uniform([d, 2], tf.random.experimental.stateless_fold_in(seed, 0))
+    starts = doc_splits[:-1]
+    seeds = tf.unstack(tf.random.experimental.stateless_split(seed, 3))
+    u = tf.random.stateless_uniform([d, 2], seeds[0])
     short = u[:, 0] < short_seq_prob
     # The original draws the target length once per document.
     target = tf.where(short, _randint(u[:, 1], 2, max_num_tokens), max_num_tokens)
-    consts = dict(nseg=nseg, doc_starts=doc_splits[:-1], seg_splits=seg_splits, target=target, d=d,
-                  seed=tf.random.experimental.stateless_fold_in(seed, 1))
+    consts = dict(nseg=nseg, doc_starts=starts, seg_lens=seg_splits[1:] - seg_splits[:-1], target=target, d=d,
+                  seed=seeds[1])
 
     def body(t, i, chunk_start, cur_len, ta):
         i, chunk_start, cur_len, record = _loop_step(t, i, chunk_start, cur_len, consts)
-        return t + 1, i, chunk_start, cur_len, ta.write(t, record)
+        return t + 1, i, chunk_start, cur_len, ta.write(t + 1, record)
 
     zeros = tf.zeros([d], tf.int32)
-    ta = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[None, 8])
+    # Element 0 emits nothing; it keeps the stack defined when the window has no document.
+    ta = tf.TensorArray(tf.int32, size=1, dynamic_size=True, element_shape=[None, 5]).write(0, tf.zeros([d, 5], tf.int32))
     _, _, _, _, ta = tf.while_loop(
         lambda t, i, *_: tf.reduce_any(i < nseg), body, (tf.constant(0), zeros, zeros, zeros, ta)
     )
-    records = tf.reshape(ta.stack(), [-1, 8])
-    return tf.boolean_mask(records[:, :7], records[:, 7] > 0), short
+    steps = ta.stack()  # (iterations, docs, 5)
+    emitted = tf.where(steps[:, :, 4] > 0)
+    chunk_start, a_end, i, is_random = tf.unstack(tf.gather_nd(steps, emitted)[:, :4], axis=1)
+    doc = tf.cast(emitted[:, 1], tf.int32)
+    first = tf.gather(starts, doc) + chunk_start  # the chunk's first segment
+    a_s = tf.gather(seg_splits, first)
+    a_e = tf.gather(seg_splits, first + a_end)
+    # Random next: 10 tries to draw another document (the last draw stands otherwise),
+    # a random start segment in it, then segments until B reaches target - len(A).
+    u = tf.random.stateless_uniform([tf.shape(doc)[0], 11], seeds[2])
+    tries = _randint(u[:, :10], 0, d - 1)
+    ok = tries != doc[:, None]
+    any_ok = tf.reduce_any(ok, axis=1)
+    r = tf.where(any_ok, tf.gather(tries, tf.argmax(ok, axis=1, output_type=tf.int32), batch_dims=1), tries[:, 9])
+    rg = tf.gather(starts, r) + _randint(u[:, 10], 0, tf.gather(nseg, r) - 1)
+    b_s_rand = tf.gather(seg_splits, rg)
+    j = tf.searchsorted(seg_splits, b_s_rand + tf.gather(target, doc) - (a_e - a_s), side="left")
+    j = tf.clip_by_value(j, rg + 1, tf.gather(starts + nseg, r))
+    random = is_random > 0
+    b_s = tf.where(random, b_s_rand, a_e)
+    b_e = tf.where(random, tf.gather(seg_splits, j), tf.gather(seg_splits, tf.gather(starts, doc) + i + 1))
+    fallback = tf.cast(random & ~any_ok, tf.int32)
+    single = tf.cast(i == chunk_start, tf.int32)
+    return tf.stack([a_s, a_e, b_s, b_e, is_random, fallback, single], axis=1), short
 
 
 def _truncate(a_s, a_e, b_s, b_e, max_num_tokens, seed):
