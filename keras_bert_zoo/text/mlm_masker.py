@@ -203,27 +203,44 @@ class MLMMasker(keras.layers.Layer):
         num_to_predict = tf.minimum(self.max_predictions, tf.maximum(1, num_to_predict))
         seeds = tf.random.experimental.stateless_split(seed, 4)
         score = tf.random.stateless_uniform([batch, seq], seeds[0])
-        col = tf.range(seq)[None]
         if self.whole_word:
-            group, selected = self._select_groups(ids, candidate, score, num_to_predict)
-        else:
-            # Each candidate is its own group: the num_to_predict best-scored candidates.
-            group = col + tf.zeros_like(ids)
-            k = tf.minimum(self.max_predictions, seq)
-            top = tf.math.top_k(tf.where(candidate, score, -1.0), k=k, sorted=True)
-            take = (tf.range(k)[None] < num_to_predict[:, None]) & (top.values >= 0.0)
-            hits = tf.scatter_nd(
-                tf.stack([tf.broadcast_to(tf.range(batch)[:, None], tf.shape(take)), top.indices], -1),
-                tf.cast(take, tf.int32), tf.shape(ids),
-            )
-            selected = hits > 0
+            return self._mask_groups(ids, candidate, score, num_to_predict, seeds)
+        # Each candidate is its own group: the num_to_predict best-scored candidates.
+        k = tf.minimum(self.max_predictions, seq)
+        top = tf.math.top_k(tf.where(candidate, score, -1.0), k=k, sorted=True)
+        take = (tf.range(k)[None] < num_to_predict[:, None]) & (top.values >= 0.0)
+        pos = tf.sort(tf.where(take, top.indices, seq), axis=1)  # ascending, then `seq` padding
+        pad = tf.maximum(0, self.max_predictions - seq)
+        pos = tf.pad(pos, [[0, 0], [0, pad]], constant_values=seq)
+        real = pos < seq
+        positions = tf.where(real, pos, 0)
+        labels = tf.where(real, tf.gather(ids, positions, batch_dims=1), 0)
+        # One 80/10/10 draw per prediction slot (each chosen position has its own slot).
+        u = tf.random.stateless_uniform(tf.shape(pos), seeds[1])
+        random_ids = tf.random.stateless_uniform(tf.shape(pos), seeds[2], 0, self.vocabulary_size, tf.int32)
+        new = self._replacement(u, random_ids, labels)
+        where = tf.where(real)
+        rows_cols = tf.stack([tf.cast(where[:, 0], tf.int32), tf.gather_nd(positions, where)], axis=1)
+        return {
+            "token_ids": tf.tensor_scatter_nd_update(ids, rows_cols, tf.gather_nd(new, where)),
+            "mask_positions": positions,
+            "mlm_ids": labels,
+            "mlm_weights": tf.cast(real, tf.float32),
+        }
+
+    def _replacement(self, u, random_ids, ids):
+        return tf.where(u < self.mask_token_rate, self.mask_token_id,
+                        tf.where(u < self.mask_token_rate + self.random_token_rate, random_ids, ids))
+
+    def _mask_groups(self, ids, candidate, score, num_to_predict, seeds):
+        batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
+        col = tf.range(seq)[None]
+        group, selected = self._select_groups(ids, candidate, score, num_to_predict)
         u = tf.random.stateless_uniform([batch, seq], seeds[1])
         random_ids = tf.random.stateless_uniform([batch, seq], seeds[2], 0, self.vocabulary_size, tf.int32)
         if self.per_word_replacement:
             u = tf.gather(u, tf.maximum(group, 0), batch_dims=1)
-        new = tf.where(u < self.mask_token_rate, self.mask_token_id,
-                       tf.where(u < self.mask_token_rate + self.random_token_rate, random_ids, ids))
-        masked_ids = tf.where(selected, new, ids)
+        masked_ids = tf.where(selected, self._replacement(u, random_ids, ids), ids)
         # Ascending selected positions: the k largest of -position (k = min(P, seq)).
         pos = -tf.math.top_k(tf.where(selected, -col, -2 * seq), k=tf.minimum(self.max_predictions, seq)).values
         pad = tf.maximum(0, self.max_predictions - seq)
