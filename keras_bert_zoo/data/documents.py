@@ -48,8 +48,15 @@ def clean_lines(lines):
     Returns:
         (cleaned lines, bool tensor: the line had invalid UTF-8).
     """
-    fixed = tf.strings.unicode_transcode(lines, "UTF-8", "UTF-8", errors="ignore")
-    return tf.strings.strip(fixed), tf.not_equal(fixed, lines)
+    # Transcoding is the costly part: only lines with a byte >= 0x80 need it.
+    ascii_lines = tf.strings.regex_full_match(lines, r"[\x00-\x7f]*")
+    rest = tf.cast(tf.where(~ascii_lines)[:, 0], tf.int32)
+    original = tf.gather(lines, rest)
+    fixed = tf.strings.unicode_transcode(original, "UTF-8", "UTF-8", errors="ignore")
+    shape = tf.shape(lines)
+    lines = tf.tensor_scatter_nd_update(lines, rest[:, None], fixed)
+    bad = tf.scatter_nd(rest[:, None], tf.not_equal(fixed, original), shape)
+    return tf.strings.strip(lines), bad
 
 
 def _split_block(carry, block):
@@ -78,8 +85,9 @@ def _file_documents(path, block_lines=4096):
     # A trailing blank line flushes the file's last document.
     lines = tf.data.TextLineDataset(path).concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
     init = (tf.zeros([0], tf.string), tf.zeros([0], tf.int32))
-    docs = lines.batch(block_lines).scan(init, _split_block).unbatch()
-    return docs.filter(lambda doc, bad: tf.size(doc) > 0)
+    plain = tf.autograph.experimental.do_not_convert  # TF ops only: no AutoGraph start-up cost
+    docs = lines.batch(block_lines).scan(init, plain(_split_block)).unbatch()
+    return docs.filter(plain(lambda doc, bad: tf.size(doc) > 0))
 
 
 def documents_dataset(files):
@@ -102,7 +110,8 @@ def documents_dataset(files):
     if isinstance(files, tf.Tensor):
         return _file_documents(files)
     paths = resolve_files(files)
-    return tf.data.Dataset.from_tensor_slices(paths).flat_map(_file_documents)
+    return tf.data.Dataset.from_tensor_slices(paths).flat_map(
+        tf.autograph.experimental.do_not_convert(_file_documents))
 
 
 def split_sentences(text):
