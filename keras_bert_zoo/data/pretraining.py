@@ -13,6 +13,9 @@ from keras_bert_zoo.data.nsp_instances import build_instances
 from keras_bert_zoo.text.mlm_masker import MLMMasker
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# The pipeline's functions use TF control flow only (`tf.while_loop`, `tf.cond`):
+# AutoGraph would only add start-up time (it parses and rewrites their source).
+plain = tf.autograph.experimental.do_not_convert
 
 
 def _check(name, value, ok, fix):
@@ -49,15 +52,18 @@ def _tokenize_window(tokenizer, lines, bad):
     ids = tokenizer(lines.flat_values)
     if isinstance(ids, tf.RaggedTensor) and ids.ragged_rank > 1:
         ids = ids.merge_dims(1, -1)
-    ids = tf.cast(ids, tf.int32).with_row_splits_dtype(tf.int64)
-    lines = lines.with_row_splits_dtype(tf.int64)
-    keep = ids.row_lengths() > 0
-    docs = tf.RaggedTensor.from_row_lengths(ids, lines.row_lengths())
-    row_keep = tf.RaggedTensor.from_row_lengths(keep, lines.row_lengths())
-    docs = tf.ragged.boolean_mask(docs, row_keep)
-    nonempty = docs.row_lengths() > 0
-    empty_documents = tf.reduce_sum(tf.cast(~nonempty, tf.int64))
-    return tf.ragged.boolean_mask(docs, nonempty), empty_documents, tf.reduce_sum(tf.cast(bad, tf.int64))
+    # Flat ops only (ragged masking adds hundreds of ops to trace): empty lines hold no
+    # token, so dropping them only drops their zero row lengths.
+    line_lengths = tf.cast(ids.row_lengths(), tf.int64)
+    keep = line_lengths > 0
+    num_docs = lines.nrows(out_type=tf.int64)
+    segments = tf.math.unsorted_segment_sum(tf.cast(keep, tf.int64), lines.value_rowids(), num_docs)
+    nonempty = segments > 0
+    docs = tf.RaggedTensor.from_nested_row_lengths(
+        tf.cast(ids.flat_values, tf.int32), [tf.boolean_mask(segments, nonempty), tf.boolean_mask(line_lengths, keep)],
+        validate=False)
+    empty_documents = num_docs - tf.reduce_sum(tf.cast(nonempty, tf.int64))
+    return docs, empty_documents, tf.reduce_sum(tf.cast(bad, tf.int64))
 
 
 def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_prob=0.1, seed=12345,
@@ -90,7 +96,7 @@ def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_pr
     specials = special_token_ids(tokenizer)
     base = tf.cast(tf.stack([seed % (2**31), seed // (2**31)]), tf.int32)  # seed: int or int64 tensor
     windows = documents_dataset(files).ragged_batch(window_size).enumerate()
-    windows = windows.map(lambda i, d: (i,) + _tokenize_window(tokenizer, *d),
+    windows = windows.map(plain(lambda i, d: (i,) + _tokenize_window(tokenizer, *d)),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if cache_tokens:
         windows = windows.cache()
@@ -114,8 +120,8 @@ def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_pr
         stats.update(empty_documents=empty_documents, invalid_utf8_lines=bad_lines)
         return features, stats
 
-    windows = windows.scan(tf.constant(-1, tf.int64), count_epochs)
-    return windows.map(window, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    windows = windows.scan(tf.constant(-1, tf.int64), plain(count_epochs))
+    return windows.map(plain(window), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
 def _mask_stats(features, masker, mask_id):
@@ -190,8 +196,8 @@ def pretraining_dataset(files, tokenizer, batch_size, sequence_length=128, max_p
     masker = make_masker(tokenizer, max_predictions, masked_lm_prob, whole_word_masking, per_word_replacement)
     windows = instance_windows(files, tokenizer, masker, sequence_length, short_seq_prob, seed, num_epochs,
                                window_size)
-    instances = windows.map(lambda f, s: f).unbatch()
-    ds = instances.batch(batch_size, drop_remainder=drop_remainder).map(to_batch_layout).prefetch(2)
+    instances = windows.map(plain(lambda f, s: f)).unbatch()
+    ds = instances.batch(batch_size, drop_remainder=drop_remainder).map(plain(to_batch_layout)).prefetch(2)
     # The tokenizer runs as a traced function with a constant vocabulary table: tf.data
     # flags both as "external state" and would refuse to checkpoint the iterator. All our
     # randomness is stateless, so the iterator's position is its whole state.

@@ -140,8 +140,8 @@ class BertTokenizer(keras.layers.Layer):
         # One traced graph per tokenizer: eager dispatch of ~40 small ops per batch would
         # cost more than the tokenization itself.
         spec = [tf.TensorSpec([None], tf.string)]
-        self._ids_fn = tf.function(self._ids_graph, input_signature=spec)
-        self._offsets_fn = tf.function(self._offsets_graph, input_signature=spec)
+        self._ids_fn = tf.function(self._ids_graph, input_signature=spec, autograph=False)
+        self._offsets_fn = tf.function(self._offsets_graph, input_signature=spec, autograph=False)
 
     def _check_vocabulary(self):
         if self._tokens is None:
