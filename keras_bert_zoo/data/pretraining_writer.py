@@ -19,8 +19,8 @@ import numpy as np
 
 from keras_bert_zoo.data import pretraining_report as report_lib
 from keras_bert_zoo.data.documents import resolve_files
+from keras_bert_zoo.data.example_encoder import encode_instances
 from keras_bert_zoo.data.pretraining import instance_windows, make_masker, validate_options
-from keras_bert_zoo.data.tfrecords import encode_examples
 
 SHARD_SEED_STRIDE = 7919
 
@@ -67,12 +67,12 @@ def shards_dataset(paths, shard_indices, tokenizer, options, parallel_shards=1):
     pipeline.
     """
     import tensorflow as tf
-    from tensorflow.python.autograph.core import ag_ctx
 
     masker = make_masker(tokenizer, options["max_predictions_per_seq"], options["masked_lm_prob"],
                          options["do_whole_word_mask"], options.get("per_word_replacement", False))
     paths_t = tf.constant(list(paths))
 
+    @tf.autograph.experimental.do_not_convert  # TF control flow only: AutoGraph is pure start-up cost
     def shard(position):
         index = tf.gather(tf.constant(list(shard_indices), tf.int64), position)
         windows = instance_windows(
@@ -83,16 +83,12 @@ def shards_dataset(paths, shard_indices, tokenizer, options, parallel_shards=1):
         zeros = tf.nest.map_structure(lambda spec: tf.zeros([d or 0 for d in spec.shape], spec.dtype),
                                       windows.element_spec[1])
         end = tf.data.Dataset.from_tensors((position, tf.zeros([0], tf.string), zeros, True))
-        windows = windows.map(lambda features, stats: (position, encode_examples(features), stats, False),
+        windows = windows.map(lambda features, stats: (position, encode_instances(features), stats, False),
                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         return windows.concatenate(end)
 
-    # The functions use only TF control flow (`tf.while_loop`), so AutoGraph conversion
-    # is pure start-up cost (about half of graph building); the traced ops are the same
-    # (tests compare with the on-the-fly path).
-    with ag_ctx.ControlStatusCtx(status=ag_ctx.Status.DISABLED):
-        return tf.data.Dataset.range(len(paths)).interleave(
-            shard, cycle_length=parallel_shards, num_parallel_calls=parallel_shards, deterministic=True)
+    return tf.data.Dataset.range(len(paths)).interleave(
+        shard, cycle_length=parallel_shards, num_parallel_calls=parallel_shards, deterministic=False)
 
 
 def drain_shards(dataset, outputs, max_seq_length, on_window=None, on_shard=None):
