@@ -1,7 +1,9 @@
 """Next-sentence instances from a window of tokenized documents, in-graph and stateless.
 
-Follows the original `create_instances_from_document` step by step, vectorised over the
-documents of a window (one `tf.while_loop` step advances every document by one segment).
+Follows the original `create_instances_from_document`, vectorised over the documents of a
+window: one `tf.while_loop` step emits every document's next chunk (the original adds
+segments one by one until the chunk reaches the target length or the document ends; the
+chunk's end is found at once, by a search over token offsets).
 An instance is four token offsets into the window's flat token array (A and B are each
 contiguous), so nothing is copied until the final `[CLS] A [SEP] B [SEP]` gather.
 """
@@ -20,27 +22,29 @@ def _randint(u, low, high):
     return low + tf.minimum(tf.cast(tf.floor(u * span), tf.int32), high - low)
 
 
-def _loop_step(t, i, chunk_start, cur_len, c):
-    """Advances every document by one segment; returns the new state and the emissions.
+def _loop_step(t, chunk_start, c):
+    """Emits every active document's next chunk; returns the new chunk starts and the record.
 
     Only what the walk depends on is drawn here (where A ends, whether B is random); the
     random document and its segments are drawn after the loop, for emitted chunks only.
     """
-    nseg, target = c["nseg"], c["target"]
-    active = i < nseg
-    g = c["doc_starts"] + tf.minimum(i, nseg - 1)  # global index of the current segment
-    cur_len = cur_len + tf.where(active, tf.gather(c["seg_lens"], g), 0)
-    emit = active & ((i == nseg - 1) | (cur_len >= target))
-    n = i - chunk_start + 1  # segments in the chunk
+    nseg, starts, seg_splits = c["nseg"], c["doc_starts"], c["seg_splits"]
+    active = chunk_start < nseg
+    first = starts + tf.minimum(chunk_start, nseg - 1)  # global index of the chunk's first segment
+    # The chunk ends at its first segment where the chunk reaches `target` tokens, or at
+    # the document's last segment.
+    want = tf.gather(seg_splits, first) + c["target"]
+    last = tf.searchsorted(seg_splits, want, side="left") - 1
+    last = tf.clip_by_value(last, first, starts + nseg - 1)
+    n = last - first + 1  # segments in the chunk
     u = tf.random.stateless_uniform([c["d"], 2], tf.random.experimental.stateless_fold_in(c["seed"], t))
     a_end = tf.where(n >= 2, _randint(u[:, 0], 1, n - 1), 1)
     is_random = (n == 1) | (u[:, 1] < 0.5)
-    i_next = tf.where(emit & is_random, i - (n - a_end), i)  # put the unused segments back
-    record = tf.stack([chunk_start, a_end, i, tf.cast(is_random, tf.int32), tf.cast(emit, tf.int32)], axis=1)
-    chunk_start = tf.where(emit, i_next + 1, chunk_start)
-    cur_len = tf.where(emit, 0, cur_len)
-    i = tf.where(active, i_next + 1, i)
-    return i, chunk_start, cur_len, record
+    end = last - starts  # the chunk's last segment, in the document
+    record = tf.stack([chunk_start, a_end, end, tf.cast(is_random, tf.int32), tf.cast(active, tf.int32)], axis=1)
+    # A random next puts the chunk's unused segments back: the next chunk starts after A.
+    chunk_start = tf.where(active, tf.where(is_random, chunk_start + a_end, end + 1), chunk_start)
+    return chunk_start, record
 
 
 def _pair_offsets(docs, seed, max_num_tokens, short_seq_prob):
@@ -59,19 +63,17 @@ def _pair_offsets(docs, seed, max_num_tokens, short_seq_prob):
     short = u[:, 0] < short_seq_prob
     # The original draws the target length once per document.
     target = tf.where(short, _randint(u[:, 1], 2, max_num_tokens), max_num_tokens)
-    consts = dict(nseg=nseg, doc_starts=starts, seg_lens=seg_splits[1:] - seg_splits[:-1], target=target, d=d,
-                  seed=seeds[1])
+    consts = dict(nseg=nseg, doc_starts=starts, seg_splits=seg_splits, target=target, d=d, seed=seeds[1])
 
-    def body(t, i, chunk_start, cur_len, ta):
-        i, chunk_start, cur_len, record = _loop_step(t, i, chunk_start, cur_len, consts)
-        return t + 1, i, chunk_start, cur_len, ta.write(t + 1, record)
+    def body(t, chunk_start, ta):
+        chunk_start, record = _loop_step(t, chunk_start, consts)
+        return t + 1, chunk_start, ta.write(t + 1, record)
 
-    zeros = tf.zeros([d], tf.int32)
     # Element 0 emits nothing; it keeps the stack defined when the window has no document.
-    ta = tf.TensorArray(tf.int32, size=1, dynamic_size=True, element_shape=[None, 5]).write(0, tf.zeros([d, 5], tf.int32))
-    _, _, _, _, ta = tf.while_loop(
-        lambda t, i, *_: tf.reduce_any(i < nseg), body, (tf.constant(0), zeros, zeros, zeros, ta)
-    )
+    ta = tf.TensorArray(tf.int32, size=1, dynamic_size=True, element_shape=[None, 5])
+    ta = ta.write(0, tf.zeros([d, 5], tf.int32))
+    _, _, ta = tf.while_loop(lambda t, chunk_start, ta: tf.reduce_any(chunk_start < nseg), body,
+                             (tf.constant(0), tf.zeros([d], tf.int32), ta))
     steps = ta.stack()  # (iterations, docs, 5)
     emitted = tf.where(steps[:, :, 4] > 0)
     chunk_start, a_end, i, is_random = tf.unstack(tf.gather_nd(steps, emitted)[:, :4], axis=1)

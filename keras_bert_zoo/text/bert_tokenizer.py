@@ -128,8 +128,9 @@ class BertTokenizer(keras.layers.Layer):
                 vocabulary = [str(t) for t in vocabulary.tolist()]
             tokens = validate_vocabulary(vocabulary)
         warn_on_case_mismatch(tokens, self.lowercase)
-        self._tokens = list(tokens)
-        self._token_to_id = {t: i for i, t in enumerate(self._tokens)}
+        # Plain attributes: Keras' attribute tracking would wrap (and walk) 30k-entry containers.
+        object.__setattr__(self, "_tokens", list(tokens))
+        object.__setattr__(self, "_token_to_id", {t: i for i, t in enumerate(self._tokens)})
         self._wordpiece = WordPiece(
             matchable_tokens(self._tokens, self.max_chars_per_word),
             [t.startswith("##") for t in self._tokens],

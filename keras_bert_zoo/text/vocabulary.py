@@ -107,7 +107,7 @@ def save_vocabulary(tokens, path):
 def warn_on_case_mismatch(tokens, lowercase):
     """Warns like the original `validate_case_matches_checkpoint` on a casing mismatch."""
     words = [t for t in tokens if not (t.startswith("[") and t.endswith("]"))]
-    upper = sum(1 for t in words if any(c.isupper() for c in t))
+    upper = sum(1 for t in words if any(map(str.isupper, t)))
     if lowercase and upper > max(2, 0.005 * len(words)):
         warnings.warn(
             f"The vocabulary looks cased ({upper} tokens hold upper-case letters) but "

@@ -74,7 +74,10 @@ def test_statistics(generated):
     rule = np.minimum(P, np.maximum(1, [int(round(n * 0.15)) for n in lengths]))
     np.testing.assert_array_equal(masked, rule)  # the original count rule, row by row
     long_rows = lengths >= 40
-    assert abs(masked[long_rows].sum() / lengths[long_rows].sum() - 0.15) < 0.005
+    rate = masked[long_rows].sum() / lengths[long_rows].sum()
+    # The rule rounds per row (a full row of 64 gets round(9.6) = 10, 15.6%), so the rate
+    # is compared with the rule's; each row is within half a token of 15% of its length.
+    assert abs(rate - rule[long_rows].sum() / lengths[long_rows].sum()) < 0.005 and abs(rate - 0.15) < 0.5 / 40
     assert sum(report["length_histogram"]) == counts["instances"]
     assert counts["single_segment_chunks"] > 0 and rates["truncated"] > 0
 
