@@ -50,13 +50,16 @@ def _encode_nested(rows, features):
     return _encode_proto("Example", ["features"], [example_features[:, None]])
 
 
-_VARINT_LIMITS = tf.constant([[1 << bits for bits in range(7, 63, 7)]], tf.int64)
+# Not a module-level tensor: creating one would start TensorFlow's eager context at import,
+# before a MultiWorkerMirroredStrategy can configure collective ops.
+_VARINT_LIMITS = [[1 << bits for bits in range(7, 63, 7)]]
 
 
 def _varint_size(n):
     """Bytes of each int64 of `n` as a protobuf varint (negative: 10)."""
     n = tf.cast(n, tf.int64)
-    size = 1 + tf.searchsorted(_VARINT_LIMITS, tf.reshape(n, [1, -1]), side="right", out_type=tf.int64)
+    limits = tf.constant(_VARINT_LIMITS, tf.int64)
+    size = 1 + tf.searchsorted(limits, tf.reshape(n, [1, -1]), side="right", out_type=tf.int64)
     return tf.where(n < 0, tf.constant(10, tf.int64), tf.reshape(size, tf.shape(n)))
 
 

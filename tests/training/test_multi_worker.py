@@ -101,3 +101,14 @@ def test_two_workers_killed_and_resumed_match_uninterrupted(uninterrupted):
         assert not differing, f"worker {w}: {len(differing)} of {len(ref.files)} arrays differ"
         # No example replayed or skipped: every step saw exactly the uninterrupted run's ids.
         assert step_ids(root / f"run-ids{w}") == step_ids(root / f"ref-ids{w}")
+
+
+def test_importing_the_package_leaves_tensorflow_unconfigured():
+    """MultiWorkerMirroredStrategy must configure collective ops before TensorFlow's eager
+    context starts: importing the package may not create tensors (a module-level
+    `tf.constant` did, and every worker failed)."""
+    code = ("import keras_bert_zoo\nfrom tensorflow.python.eager import context\n"
+            "assert not context.context()._initialized, 'importing keras_bert_zoo started the eager context'")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert out.returncode == 0, out.stderr[-2000:]
