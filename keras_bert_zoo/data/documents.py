@@ -9,6 +9,9 @@ import tensorflow as tf
 
 from keras_bert_zoo.data import sentences
 
+# The reader's functions are TF ops only: AutoGraph would only add start-up time.
+_plain = tf.autograph.experimental.do_not_convert
+
 
 def resolve_files(files):
     """Expands file names and globs into a sorted, de-duplicated list of paths.
@@ -53,10 +56,8 @@ def clean_lines(lines):
     rest = tf.cast(tf.where(~ascii_lines)[:, 0], tf.int32)
     original = tf.gather(lines, rest)
     fixed = tf.strings.unicode_transcode(original, "UTF-8", "UTF-8", errors="ignore")
-    shape = tf.shape(lines)
-    lines = tf.tensor_scatter_nd_update(lines, rest[:, None], fixed)
-    bad = tf.scatter_nd(rest[:, None], tf.not_equal(fixed, original), shape)
-    return tf.strings.strip(lines), bad
+    bad = tf.scatter_nd(rest[:, None], tf.not_equal(fixed, original), tf.shape(lines))
+    return tf.strings.strip(tf.tensor_scatter_nd_update(lines, rest[:, None], fixed)), bad
 
 
 def _split_block(carry, block):
@@ -85,9 +86,8 @@ def _file_documents(path, block_lines=4096):
     # A trailing blank line flushes the file's last document.
     lines = tf.data.TextLineDataset(path).concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
     init = (tf.zeros([0], tf.string), tf.zeros([0], tf.int32))
-    plain = tf.autograph.experimental.do_not_convert  # TF ops only: no AutoGraph start-up cost
-    docs = lines.batch(block_lines).scan(init, plain(_split_block)).unbatch()
-    return docs.filter(plain(lambda doc, bad: tf.size(doc) > 0))
+    docs = lines.batch(block_lines).scan(init, _plain(_split_block)).unbatch()
+    return docs.filter(_plain(lambda doc, bad: tf.size(doc) > 0))
 
 
 def documents_dataset(files):
@@ -110,8 +110,7 @@ def documents_dataset(files):
     if isinstance(files, tf.Tensor):
         return _file_documents(files)
     paths = resolve_files(files)
-    return tf.data.Dataset.from_tensor_slices(paths).flat_map(
-        tf.autograph.experimental.do_not_convert(_file_documents))
+    return tf.data.Dataset.from_tensor_slices(paths).flat_map(_plain(_file_documents))
 
 
 def split_sentences(text):

@@ -92,23 +92,22 @@ def _encode_flat(rows, features):
     keys = [[10, len(name)] + list(name.encode()) + [18] for _, name in ORIGINAL_NAMES]
     entry_bytes = tf.constant([len(k) for k in keys], tf.int64) + _varint_size(feature_bytes) + feature_bytes
     ten = tf.fill([rows], tf.constant(10, tf.int64))
-    parts = []
+    heads = []  # per feature: 0A len(E) key 12 len(F) <field> len(L) 0A len(payload)
     for k, (ours, _) in enumerate(ORIGINAL_NAMES):
         field = tf.fill([rows], tf.constant(18 if ours == "mlm_weights" else 26, tf.int64))  # float/int64 list
-        parts += [tf.stack([ten, entry_bytes[:, k]], axis=1), tf.tile(tf.constant([keys[k]], tf.int64), [rows, 1]),
-                  tf.stack([feature_bytes[:, k], field, list_bytes[:, k], ten, payload[:, k]], axis=1)]
-        if k < 5:
-            parts.append(ints[k])
+        heads.append(tf.concat([
+            tf.stack([ten, entry_bytes[:, k]], axis=1), tf.tile(tf.constant([keys[k]], tf.int64), [rows, 1]),
+            tf.stack([feature_bytes[:, k], field, list_bytes[:, k], ten, payload[:, k]], axis=1)], axis=1))
     # The weights' 4p bytes read as 4p - real varints: (0, 0, 8064) per 1.0, (0, 0, 0, 0)
     # per 0.0; the label's entry follows at once, so it is placed after `4p - real` slots.
-    label_entry = tf.concat(parts[-3:] + [label], axis=1)
+    label_entry = tf.concat([heads[6], label], axis=1)
     width = tf.shape(label_entry)[1]
     j = tf.range(4 * p + width)[None]
     start = 4 * p - real
     weight_varints = tf.where(j < 3 * real, tf.gather(tf.constant(_FLOAT_ONE_VARINTS, tf.int64), j % 3), 0)
     tail = tf.where(j < start, weight_varints,
                     tf.gather(label_entry, tf.clip_by_value(j - start, 0, width - 1), batch_dims=1))
-    values = tf.concat(parts[:-3] + [tail], axis=1)
+    values = tf.concat([part for head, v in zip(heads, ints) for part in (head, v)] + [heads[5], tail], axis=1)
     # Valid varints: all but the last `real` slots. encode_proto writes 0A, the body's
     # length and the varints: the Example.
     sizes = tf.shape(values)[1] - real
@@ -117,9 +116,10 @@ def _encode_flat(rows, features):
 
 def _flat_compatible(weights):
     """True when every row is 1.0 … 1.0 then 0.0 … 0.0 (the writer's weights)."""
-    ones = tf.cast(tf.equal(weights, 1.0), tf.int32)
-    binary = tf.reduce_all(tf.equal(weights, 1.0) | tf.equal(weights, 0.0))
-    return binary & tf.reduce_all(ones[:, 1:] <= ones[:, :-1])
+    ones = tf.equal(weights, 1.0)
+    binary = tf.reduce_all(ones | tf.equal(weights, 0.0))
+    ones = tf.cast(ones, tf.int32)
+    return binary & tf.reduce_all(ones[:, 1:] <= ones[:, :-1])  # no 1.0 after a 0.0
 
 
 def encode_examples(features):

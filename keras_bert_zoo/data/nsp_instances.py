@@ -78,7 +78,8 @@ def _pair_offsets(docs, seed, max_num_tokens, short_seq_prob):
     emitted = tf.where(steps[:, :, 4] > 0)
     chunk_start, a_end, i, is_random = tf.unstack(tf.gather_nd(steps, emitted)[:, :4], axis=1)
     doc = tf.cast(emitted[:, 1], tf.int32)
-    first = tf.gather(starts, doc) + chunk_start  # the chunk's first segment
+    doc_start = tf.gather(starts, doc)
+    first = doc_start + chunk_start  # the chunk's first segment
     a_s = tf.gather(seg_splits, first)
     a_e = tf.gather(seg_splits, first + a_end)
     # Random next: 10 tries to draw another document (the last draw stands otherwise),
@@ -94,7 +95,7 @@ def _pair_offsets(docs, seed, max_num_tokens, short_seq_prob):
     j = tf.clip_by_value(j, rg + 1, tf.gather(starts + nseg, r))
     random = is_random > 0
     b_s = tf.where(random, b_s_rand, a_e)
-    b_e = tf.where(random, tf.gather(seg_splits, j), tf.gather(seg_splits, tf.gather(starts, doc) + i + 1))
+    b_e = tf.where(random, tf.gather(seg_splits, j), tf.gather(seg_splits, doc_start + i + 1))
     fallback = tf.cast(random & ~any_ok, tf.int32)
     single = tf.cast(i == chunk_start, tf.int32)
     return tf.stack([a_s, a_e, b_s, b_e, is_random, fallback, single], axis=1), short

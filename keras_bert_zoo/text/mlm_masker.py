@@ -209,22 +209,27 @@ class MLMMasker(keras.layers.Layer):
         k = tf.minimum(self.max_predictions, seq)
         top = tf.math.top_k(tf.where(candidate, score, -1.0), k=k, sorted=True)
         take = (tf.range(k)[None] < num_to_predict[:, None]) & (top.values >= 0.0)
-        pos = tf.sort(tf.where(take, top.indices, seq), axis=1)  # ascending, then `seq` padding
-        pad = tf.maximum(0, self.max_predictions - seq)
-        pos = tf.pad(pos, [[0, 0], [0, pad]], constant_values=seq)
+        out = self._slots(ids, tf.sort(tf.where(take, top.indices, seq), axis=1))
+        # One 80/10/10 draw per prediction slot (each chosen position has its own slot).
+        shape = tf.shape(out["mask_positions"])
+        u = tf.random.stateless_uniform(shape, seeds[1])
+        random_ids = tf.random.stateless_uniform(shape, seeds[2], 0, self.vocabulary_size, tf.int32)
+        new = self._replacement(u, random_ids, out["mlm_ids"])
+        where = tf.where(out["mlm_weights"] > 0)
+        rows_cols = tf.stack([tf.cast(where[:, 0], tf.int32), tf.gather_nd(out["mask_positions"], where)], axis=1)
+        out["token_ids"] = tf.tensor_scatter_nd_update(ids, rows_cols, tf.gather_nd(new, where))
+        return out
+
+    def _slots(self, ids, pos):
+        """Prediction slots from ascending chosen positions (`>= seq` pads): positions and
+        labels 0-padded to `max_predictions`, weights 1.0 for real slots."""
+        seq = tf.shape(ids)[1]
+        pos = tf.pad(pos, [[0, 0], [0, tf.maximum(0, self.max_predictions - seq)]], constant_values=seq)
         real = pos < seq
         positions = tf.where(real, pos, 0)
-        labels = tf.where(real, tf.gather(ids, positions, batch_dims=1), 0)
-        # One 80/10/10 draw per prediction slot (each chosen position has its own slot).
-        u = tf.random.stateless_uniform(tf.shape(pos), seeds[1])
-        random_ids = tf.random.stateless_uniform(tf.shape(pos), seeds[2], 0, self.vocabulary_size, tf.int32)
-        new = self._replacement(u, random_ids, labels)
-        where = tf.where(real)
-        rows_cols = tf.stack([tf.cast(where[:, 0], tf.int32), tf.gather_nd(positions, where)], axis=1)
         return {
-            "token_ids": tf.tensor_scatter_nd_update(ids, rows_cols, tf.gather_nd(new, where)),
             "mask_positions": positions,
-            "mlm_ids": labels,
+            "mlm_ids": tf.where(real, tf.gather(ids, positions, batch_dims=1), 0),
             "mlm_weights": tf.cast(real, tf.float32),
         }
 
@@ -240,16 +245,8 @@ class MLMMasker(keras.layers.Layer):
         random_ids = tf.random.stateless_uniform([batch, seq], seeds[2], 0, self.vocabulary_size, tf.int32)
         if self.per_word_replacement:
             u = tf.gather(u, tf.maximum(group, 0), batch_dims=1)
-        masked_ids = tf.where(selected, self._replacement(u, random_ids, ids), ids)
         # Ascending selected positions: the k largest of -position (k = min(P, seq)).
         pos = -tf.math.top_k(tf.where(selected, -col, -2 * seq), k=tf.minimum(self.max_predictions, seq)).values
-        pad = tf.maximum(0, self.max_predictions - seq)
-        pos = tf.pad(pos, [[0, 0], [0, pad]], constant_values=2 * seq)[:, : self.max_predictions]
-        real = pos < seq
-        positions = tf.where(real, pos, 0)
-        return {
-            "token_ids": masked_ids,
-            "mask_positions": positions,
-            "mlm_ids": tf.where(real, tf.gather(ids, positions, batch_dims=1), 0),
-            "mlm_weights": tf.cast(real, tf.float32),
-        }
+        out = self._slots(ids, pos)
+        out["token_ids"] = tf.where(selected, self._replacement(u, random_ids, ids), ids)
+        return out
