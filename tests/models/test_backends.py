@@ -1,9 +1,10 @@
-"""The model code (keras.ops only) on the PyTorch backend gives TensorFlow's numbers.
+"""The model code (keras.ops only) on the JAX and PyTorch backends gives TensorFlow's numbers.
 
 A tiny `BertPretrainer` is built here (TensorFlow backend), its weights saved; a
-subprocess with `KERAS_BACKEND=torch` loads them, runs the forward pass and one
+subprocess with `KERAS_BACKEND=jax` or `torch` loads them, runs the forward pass and one
 SGD training step (the original losses and their gradients) and saves its results, which must
-equal this process's. Skipped where torch is not installed (`make bench` installs it).
+equal this process's. `make test` installs the CPU builds of both (the `test` extra and the
+Makefile's torch step); a test is skipped only where its backend's package is missing.
 """
 
 import os
@@ -13,16 +14,14 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
-
 _SCRIPT = r"""
 import os, sys
-os.environ["KERAS_BACKEND"] = "torch"
+os.environ["KERAS_BACKEND"] = sys.argv[4]
 import numpy as np
 import keras
 sys.path.insert(0, sys.argv[3])
 from tests.models.test_backends import build, batch
-assert keras.backend.backend() == "torch"
+assert keras.backend.backend() == sys.argv[4]
 model = build()
 x, y = batch()
 model(x)
@@ -61,7 +60,9 @@ def batch():
     return x, y
 
 
-def test_torch_backend_matches_tensorflow_forward_and_a_training_step(tmp_path):
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_backend_matches_tensorflow_forward_and_a_training_step(backend, tmp_path):
+    pytest.importorskip(backend)
     import keras
 
     model = build()
@@ -73,11 +74,12 @@ def test_torch_backend_matches_tensorflow_forward_and_a_training_step(tmp_path):
     before = [keras.ops.convert_to_numpy(w) for w in model.weights]
     loss = float(model.train_on_batch(x, y, return_dict=True)["loss"])
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, KERAS_BACKEND="torch", TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, weights, str(tmp_path / "torch.npz"), root],
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    result = str(tmp_path / f"{backend}.npz")
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, weights, result, root, backend],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = np.load(str(tmp_path / "torch.npz"))
+    got = np.load(result)
     for key in ("mlm_logits", "nsp_logits"):
         np.testing.assert_allclose(got[key], keras.ops.convert_to_numpy(out[key]), atol=1e-5, err_msg=key)
     np.testing.assert_allclose(float(got["loss"]), loss, rtol=1e-5)
