@@ -25,6 +25,11 @@ setup(
         # 2.21.0 does not import with TensorFlow 2.21.
         "tensorflow-text>=2.21.1,<2.22",
         "tensorflow-datasets",
+        # tensorflow-datasets 4.9.10 imports it to build/load any dataset but does not declare it.
+        "importlib_resources",
+        # GLUE's official metrics: F1 and Matthews correlation (scikit-learn), Pearson/Spearman (scipy).
+        "scikit-learn",
+        "scipy",
         "keras-tuner",
         # Reads HF weights without unpickling anything.
         "safetensors",
