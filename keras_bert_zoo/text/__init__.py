@@ -1,7 +1,7 @@
 """keras_bert_zoo.text: the original BERT tokenization, in-graph, plus packing."""
 
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
-from keras_bert_zoo.text.preprocessors import BertPreprocessor
+from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.vocabulary import (
     SPECIAL_TOKENS,
