@@ -51,7 +51,11 @@ setup(
             # numbers; the CPU build. (torch, the third backend, is installed by the Makefile first:
             # a plain `torch` requirement here could pull a multi-GB CUDA build.)
             "jax",
+            # The Beam pretraining-data writer is tested on the DirectRunner (the `beam` extra).
+            "apache-beam",
         ],
+        # Pretraining data on Apache Beam runners (keras_bert_zoo/data/beam_pipeline.py).
+        "beam": ["apache-beam"],
         "demo": [
             # Wikipedia markup filtering (filter_wiki) and the sample dump inside its wheel.
             "gensim>=4.3",

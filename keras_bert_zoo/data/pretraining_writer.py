@@ -208,6 +208,17 @@ class _Progress:
         self(0)
 
 
+def writer_options(max_seq_length=128, max_predictions_per_seq=20, random_seed=12345, dupe_factor=10,
+                   masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False, window_size=256):
+    """The generation options (the original flags) as one validated dict; the defaults are the writers'."""
+    validate_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, window_size)
+    if not isinstance(dupe_factor, int) or dupe_factor < 1:
+        raise ValueError(f"`dupe_factor` must be a positive int. Received: dupe_factor={dupe_factor!r}.")
+    return dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+                random_seed=random_seed, dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob,
+                short_seq_prob=short_seq_prob, do_whole_word_mask=do_whole_word_mask, window_size=window_size)
+
+
 def write_pretraining_tfrecords(files, output_file, tokenizer, max_seq_length=128, max_predictions_per_seq=20,
                                 random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
                                 do_whole_word_mask=False, window_size=256, num_workers=1, progress=False,
@@ -235,9 +246,8 @@ def write_pretraining_tfrecords(files, output_file, tokenizer, max_seq_length=12
         The report dict (also written to `<output_file>.report.{json,txt}`; the first
         output's name when `output_file` is a list).
     """
-    validate_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, window_size)
-    if not isinstance(dupe_factor, int) or dupe_factor < 1:
-        raise ValueError(f"`dupe_factor` must be a positive int. Received: dupe_factor={dupe_factor!r}.")
+    options = writer_options(max_seq_length, max_predictions_per_seq, random_seed, dupe_factor, masked_lm_prob,
+                             short_seq_prob, do_whole_word_mask, window_size)
     if not isinstance(num_workers, int) or num_workers < 1:
         raise ValueError(f"`num_workers` must be a positive int. Received: num_workers={num_workers!r}.")
     is_spec = isinstance(tokenizer, dict)
@@ -246,9 +256,6 @@ def write_pretraining_tfrecords(files, output_file, tokenizer, max_seq_length=12
                          f"bool}} or {{'preset': name}}). Received a {type(tokenizer).__name__} object.")
     paths = resolve_files(files)
     outputs = output_paths(output_file, len(paths))
-    options = dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
-                   random_seed=random_seed, dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob,
-                   short_seq_prob=short_seq_prob, do_whole_word_mask=do_whole_word_mask, window_size=window_size)
     bar = _Progress(len(paths), progress)
     threads = (os.cpu_count() or 1) if threads is None else threads
     if not isinstance(threads, int) or threads < 1:
