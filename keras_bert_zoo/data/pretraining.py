@@ -8,14 +8,11 @@ layout: `x = {token_ids, segment_ids, padding_mask, mask_positions}`,
 
 import tensorflow as tf
 
-from keras_bert_zoo.data.documents import documents_dataset
+from keras_bert_zoo.data.documents import documents_dataset, without_autograph
 from keras_bert_zoo.data.nsp_instances import build_instances
 from keras_bert_zoo.text.mlm_masker import MLMMasker
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-# The pipeline's functions use TF control flow only (`tf.while_loop`, `tf.cond`):
-# AutoGraph would only add start-up time (it parses and rewrites their source).
-plain = tf.autograph.experimental.do_not_convert
 
 
 def _check(name, value, ok, fix):
@@ -96,7 +93,7 @@ def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_pr
     specials = special_token_ids(tokenizer)
     base = tf.cast(tf.stack([seed % (2**31), seed // (2**31)]), tf.int32)  # seed: int or int64 tensor
     windows = documents_dataset(files).ragged_batch(window_size).enumerate()
-    windows = windows.map(plain(lambda i, d: (i,) + _tokenize_window(tokenizer, *d)),
+    windows = windows.map(without_autograph(lambda i, d: (i,) + _tokenize_window(tokenizer, *d)),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if cache_tokens:
         windows = windows.cache()
@@ -120,8 +117,8 @@ def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_pr
         stats.update(empty_documents=empty_documents, invalid_utf8_lines=bad_lines)
         return features, stats
 
-    windows = windows.scan(tf.constant(-1, tf.int64), plain(count_epochs))
-    return windows.map(plain(window), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    windows = windows.scan(tf.constant(-1, tf.int64), without_autograph(count_epochs))
+    return windows.map(without_autograph(window), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
 def _mask_stats(features, masker, mask_id):
@@ -196,8 +193,8 @@ def pretraining_dataset(files, tokenizer, batch_size, sequence_length=128, max_p
     masker = make_masker(tokenizer, max_predictions, masked_lm_prob, whole_word_masking, per_word_replacement)
     windows = instance_windows(files, tokenizer, masker, sequence_length, short_seq_prob, seed, num_epochs,
                                window_size)
-    instances = windows.map(plain(lambda f, s: f)).unbatch()
-    ds = instances.batch(batch_size, drop_remainder=drop_remainder).map(plain(to_batch_layout)).prefetch(2)
+    instances = windows.map(without_autograph(lambda f, s: f)).unbatch()
+    ds = instances.batch(batch_size, drop_remainder=drop_remainder).map(without_autograph(to_batch_layout)).prefetch(2)
     # The tokenizer runs as a traced function with a constant vocabulary table: tf.data
     # flags both as "external state" and would refuse to checkpoint the iterator. All our
     # randomness is stateless, so the iterator's position is its whole state.
