@@ -1,0 +1,222 @@
+"""`SpanExtractorPreprocessor`: (question, context) -> doc-stride windows for SQuAD, in-graph.
+
+The windows, "max context" flags and training labels follow the original
+`run_squad.py` (`convert_examples_to_features`, `_improve_answer_span`,
+`_check_is_max_context`) token for token; everything is TensorFlow ops on ragged
+tensors, so it maps over a `tf.data.Dataset` and exports with the model.
+"""
+
+import keras
+import tensorflow as tf
+
+from keras_bert_zoo.text import normalize as norm
+from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
+from keras_bert_zoo.text.span_windows import answer_token_spans, max_context_windows, ranges, window_geometry
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class SpanExtractorPreprocessor(keras.layers.Layer):
+    """Turns (question, context) pairs into `[CLS] question [SEP] window [SEP]` rows.
+
+    The question is truncated to `max_query_length` tokens; the context is cut into
+    windows of `sequence_length - len(question) - 3` tokens that start every
+    `doc_stride` tokens, exactly as the original `run_squad.py`, so a context of any
+    length is covered (up to the tokenizer's `max_input_chars`). Training labels come
+    from the answer's character span: the first and last tokens of the whitespace words
+    it touches, narrowed to the first sub-span equal to the answer's own tokens (the
+    original's `_improve_answer_span`, including its choice of the *first* equal span
+    inside that word range); a window that does not hold the whole answer, and a
+    question without one, points at `[CLS]` (position 0).
+
+    Args:
+        tokenizer: `keras_bert_zoo.text.BertTokenizer`.
+        sequence_length: int. Tokens per window row. Defaults to 384.
+        doc_stride: int. Context tokens between window starts. Defaults to 128.
+        max_query_length: int. Question tokens kept. Defaults to 64.
+
+    Call arguments:
+        x: a tuple `(questions, contexts)`: strings or 1-D batches of strings.
+        y: optional int (batch, 2) answer character spans `[start, end)` in the
+            context; `start < 0` means "no answer".
+        sample_weight: optional (batch,) weights, repeated for each window.
+
+    Returns:
+        dict of int32 `token_ids`, `segment_ids`, `padding_mask` (windows, length); with
+        `y`, the tuple `(x, (start_positions, end_positions)[, sample_weight])`.
+        `windows(questions, contexts)` returns these plus what decoding needs.
+
+    Examples:
+    >>> preprocessor = keras_bert_zoo.text.SpanExtractorPreprocessor(tokenizer)
+    >>> x = preprocessor((["Who wrote it?"], ["It was written by Ann."]))
+
+    References:
+        google-research/bert `run_squad.py`.
+    """
+
+    def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, **kwargs):
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        if not isinstance(tokenizer, BertTokenizer):
+            raise ValueError(
+                "`tokenizer` must be a keras_bert_zoo.text.BertTokenizer. "
+                f"Received: tokenizer of type {type(tokenizer).__name__}."
+            )
+        for name, value in (
+            ("sequence_length", sequence_length),
+            ("doc_stride", doc_stride),
+            ("max_query_length", max_query_length),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}.")
+        if sequence_length <= max_query_length + 3:
+            raise ValueError(
+                "`sequence_length` must exceed `max_query_length` + 3 ([CLS] and two [SEP]) so "
+                f"every window holds context. Received: sequence_length={sequence_length}, "
+                f"max_query_length={max_query_length}."
+            )
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.doc_stride = doc_stride
+        self.max_query_length = max_query_length
+
+    def windows(self, questions, contexts, answer_spans=None):
+        """Every window with the fields the model, the loss and the decoder need.
+
+        Args:
+            questions: string or 1-D batch of strings.
+            contexts: as many context strings.
+            answer_spans: optional int (batch, 2) character spans `[start, end)`.
+
+        Returns:
+            dict: int32 `token_ids`, `segment_ids`, `padding_mask`, `token_starts`,
+            `token_ends` (character offsets of context tokens in their context, -1
+            elsewhere), `max_context` (1 where this window may answer for the token),
+            all (windows, sequence_length); int32 (windows,) `example_index` and, with
+            spans, `start_positions`, `end_positions`.
+        """
+        questions = tf.reshape(tf.convert_to_tensor(questions, tf.string), [-1])
+        contexts = tf.reshape(tf.convert_to_tensor(contexts, tf.string), [-1])
+        # Offsets index the context without invalid bytes (as the tokenizer reports them).
+        contexts = norm.drop_invalid_utf8(contexts)
+        query = self.tokenizer.tokenize(questions)[:, : self.max_query_length]
+        doc, begins, ends = self.tokenizer.tokenize_with_offsets(contexts)
+        query_lengths = tf.cast(query.row_lengths(), tf.int64)
+        doc_lengths = tf.cast(doc.row_lengths(), tf.int64)
+        max_doc = self.sequence_length - query_lengths - 3
+        example, index, start, length, count = window_geometry(doc_lengths, max_doc, self.doc_stride)
+        best = max_context_windows(doc_lengths, max_doc, self.doc_stride, count)
+
+        # Flat positions of each window's context tokens: (windows, None).
+        flat = ranges(tf.gather(doc.row_starts(), example) + start, length)
+        window_query = tf.gather(query, example)  # (windows, None)
+        no_query = tf.zeros_like(window_query, tf.int64)
+        cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        token_ids = _frame(cls, tf.cast(window_query, tf.int64), sep, tf.gather(doc.flat_values, flat), sep)
+        doc_ones = tf.ones_like(flat)
+        segment_ids = _frame(0, no_query, 0, doc_ones, 1)
+        max_context = tf.cast(tf.equal(tf.gather(best.flat_values, flat), index[:, tf.newaxis]), tf.int64)
+        outputs = {
+            "token_ids": _dense(token_ids, self.tokenizer.pad_token_id, self.sequence_length),
+            "segment_ids": _dense(segment_ids, 0, self.sequence_length),
+            "padding_mask": _dense(tf.ones_like(token_ids), 0, self.sequence_length),
+            "token_starts": _dense(_frame(-1, no_query - 1, -1, tf.gather(begins.flat_values, flat), -1), -1, self.sequence_length),
+            "token_ends": _dense(_frame(-1, no_query - 1, -1, tf.gather(ends.flat_values, flat), -1), -1, self.sequence_length),
+            "max_context": _dense(_frame(0, no_query, 0, max_context, 0), 0, self.sequence_length),
+            "example_index": tf.cast(example, tf.int32),
+        }
+        if answer_spans is not None:
+            token_start, token_end, has_answer = (
+                tf.gather(v, example) for v in answer_token_spans(self.tokenizer, contexts, doc, begins, answer_spans)
+            )
+            inside = has_answer & (token_start >= start) & (token_end <= start + length - 1)
+            shift = tf.gather(query_lengths + 2, example) - start  # token index -> row position
+            outputs["start_positions"] = tf.cast(tf.where(inside, token_start + shift, 0), tf.int32)
+            outputs["end_positions"] = tf.cast(tf.where(inside, token_end + shift, 0), tf.int32)
+        return outputs
+
+    def call(self, x, y=None, sample_weight=None):
+        questions, contexts = _as_pair(x)
+        features = self.windows(questions, contexts, y)
+        inputs = {key: features[key] for key in ("token_ids", "segment_ids", "padding_mask")}
+        if y is None:
+            return inputs
+        labels = (features["start_positions"], features["end_positions"])
+        if sample_weight is not None:
+            sample_weight = tf.gather(tf.reshape(sample_weight, [-1]), features["example_index"])
+        return keras.utils.pack_x_y_sample_weight(inputs, labels, sample_weight)
+
+    def compute_output_spec(self, x, y=None, sample_weight=None):
+        spec = keras.KerasTensor((None, self.sequence_length), dtype="int32")
+        inputs = {key: spec for key in ("token_ids", "segment_ids", "padding_mask")}
+        if y is None:
+            return inputs
+        label = keras.KerasTensor((None,), dtype="int32")
+        weight = None if sample_weight is None else keras.KerasTensor((None,), dtype="float32")
+        return keras.utils.pack_x_y_sample_weight(inputs, (label, label), weight)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
+                "sequence_length": self.sequence_length,
+                "doc_stride": self.doc_stride,
+                "max_query_length": self.max_query_length,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, sequence_length=384, doc_stride=128, max_query_length=64, lowercase=None, **kwargs):
+        """Builds the preprocessor with the preset's vocabulary and casing.
+
+        Args:
+            preset: str. A registry name/alias or a local checkpoint directory or zip.
+            sequence_length, doc_stride, max_query_length: see the class.
+            lowercase: bool or None. None uses the preset's casing (see
+                `BertPreprocessor.from_preset`).
+            **kwargs: more `BertTokenizer` arguments.
+        """
+        from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
+
+        # One place resolves a preset's vocabulary and casing: BertPreprocessor's.
+        tokenizer = BertPreprocessor.from_preset(preset, lowercase=lowercase, **kwargs).tokenizer
+        return cls(tokenizer, sequence_length, doc_stride, max_query_length)
+
+
+def _as_pair(x):
+    """`(questions, contexts)` or a list of `(question, context)` pairs -> two batches."""
+    if isinstance(x, list) and x and all(isinstance(item, (tuple, list)) and len(item) == 2 for item in x):
+        x = tuple(list(column) for column in zip(*x))
+    if not isinstance(x, tuple) or len(x) != 2:
+        raise ValueError(
+            "`x` must be a tuple `(questions, contexts)` or a list of (question, context) pairs. "
+            f"Received: x of type {type(x).__name__}."
+        )
+    return x
+
+
+def _frame(first, query_part, separator, doc_part, last):
+    """`[first] query_part [separator] doc_part [last]` per window row (ragged int64)."""
+    rows = tf.stack([doc_part.nrows(), 1])
+
+    def column(value):
+        return tf.RaggedTensor.from_tensor(tf.fill(rows, tf.constant(value, tf.int64)))
+
+    return tf.concat(
+        [column(first), tf.cast(query_part, tf.int64), column(separator), tf.cast(doc_part, tf.int64), column(last)],
+        axis=1,
+    )
+
+
+def _dense(ragged, pad, length):
+    return tf.cast(ragged.to_tensor(default_value=tf.cast(pad, ragged.dtype), shape=[None, length]), tf.int32)
+
+

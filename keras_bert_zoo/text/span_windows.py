@@ -1,0 +1,147 @@
+"""Window geometry, "max context" and answer labels of the original `run_squad.py`, in TF ops.
+
+Helpers of `SpanExtractorPreprocessor`; each works on a batch at once (ragged tensors),
+never example by example.
+"""
+
+import tensorflow as tf
+
+# `run_squad.py`'s `is_whitespace`: the characters that separate its "words".
+_SQUAD_WHITESPACE = (32, 9, 13, 10, 0x202F)
+_LOW32 = 2**32 - 1
+
+
+def ranges(starts, lengths):
+    """int64 ragged rows `[start, start + length)`."""
+    return tf.ragged.range(starts, starts + lengths)
+
+
+def _ceil_div(a, b):
+    return -tf.math.floordiv(-a, b)
+
+
+def window_geometry(doc_lengths, max_doc_tokens, doc_stride):
+    """Start and length of every window, as the original's `doc_spans` loop.
+
+    Args:
+        doc_lengths: int64 (batch,) context tokens per example.
+        max_doc_tokens: int64 (batch,) context tokens a window holds.
+        doc_stride: int, the stride.
+
+    Returns:
+        (example, index, start, length, count): int64 (windows,) x4 and (batch,) windows
+        per example. An empty context still gets one (empty) window.
+    """
+    step = tf.minimum(max_doc_tokens, doc_stride)  # (batch,)
+    extra = tf.maximum(_ceil_div(doc_lengths - max_doc_tokens, step), 0)
+    count = extra + 1  # (batch,)
+    example = tf.repeat(tf.range(tf.size(count, out_type=tf.int64)), count)  # (windows,)
+    index = tf.ragged.range(count).flat_values  # (windows,)
+    start = index * tf.gather(step, example)
+    length = tf.minimum(tf.gather(doc_lengths, example) - start, tf.gather(max_doc_tokens, example))
+    return example, index, start, length, count
+
+
+def max_context_windows(doc_lengths, max_doc_tokens, doc_stride, count):
+    """The window that is each context token's "max context" one.
+
+    The original scores window j for token p as min(left, right context) + 0.01 x
+    length and keeps the first best. Full-length windows score a tent in j, so only the
+    two windows around the token's centred one can win, plus the (shorter) last window:
+    three candidates per token, compared in exact integers (100 x score).
+
+    Returns:
+        int64 ragged (batch, tokens): window index per context token.
+    """
+    step = tf.minimum(max_doc_tokens, doc_stride)
+    positions = tf.ragged.range(doc_lengths)  # (batch, tokens)
+    rows = positions.value_rowids()
+    p = positions.flat_values
+    n, m, s, k = (tf.gather(v, rows) for v in (doc_lengths, max_doc_tokens, step, count))
+    last = k - 1
+    low = tf.maximum(_ceil_div(p - m + 1, s), 0)
+    high = tf.minimum(tf.math.floordiv(p, s), last - 1)  # full-length windows only
+    centre = 2 * p - (m - 1)
+    candidates = [
+        tf.clip_by_value(tf.math.floordiv(centre, 2 * s), low, tf.maximum(high, low)),
+        tf.clip_by_value(_ceil_div(centre, 2 * s), low, tf.maximum(high, low)),
+        last,
+    ]
+    valid = [low <= high, low <= high, p >= last * s]
+    keys = []
+    for j, ok in zip(candidates, valid):
+        start = j * s
+        length = tf.minimum(n - start, m)
+        score = 100 * tf.minimum(p - start, start + length - 1 - p) + length
+        # Highest score first, then the lowest window index (the original's strict `>`).
+        keys.append(tf.where(ok, score * 2**32 + (_LOW32 - j), -1))
+    best = tf.reduce_max(tf.stack(keys, axis=1), axis=1)  # (tokens,)
+    best_window = _LOW32 - tf.bitwise.bitwise_and(best, _LOW32)
+    return positions.with_flat_values(best_window)
+
+
+def answer_token_spans(tokenizer, contexts, doc, begins, answer_spans):
+    """Context-token span of each answer, as the original's reader and `_improve_answer_span`.
+
+    The character span picks whitespace words (`run_squad.py`'s split); their tokens
+    are the span, narrowed to the first sub-span whose ids equal the tokenized answer.
+
+    Args:
+        tokenizer: the `BertTokenizer`.
+        contexts: (batch,) valid UTF-8 strings.
+        doc: int ragged (batch, tokens) context ids; `begins` their character starts.
+        answer_spans: int (batch, 2) character spans; start < 0 for no answer.
+
+    Returns:
+        (token_start, token_end, has_answer): int64, int64, bool (batch,).
+    """
+    spans = tf.cast(tf.reshape(answer_spans, [-1, 2]), tf.int64)
+    char_start, char_end = spans[:, 0], spans[:, 1]
+    has_answer = char_start >= 0
+    chars = tf.strings.unicode_decode(contexts, "UTF-8")  # (batch, chars)
+    codepoints = chars.flat_values
+    is_space = tf.reduce_any(tf.equal(codepoints[:, tf.newaxis], _SQUAD_WHITESPACE), axis=1)
+    rowids = chars.value_rowids()
+    first = tf.concat([[True], tf.not_equal(rowids[1:], rowids[:-1])], axis=0)[: tf.size(rowids)]
+    previous_space = tf.concat([[True], is_space[:-1]], axis=0)[: tf.size(rowids)]
+    word_start = tf.logical_not(is_space) & (previous_space | first)
+    # Global word numbers: only compared within a row, so no per-row reset is needed.
+    word = tf.cumsum(tf.cast(word_start, tf.int64)) - 1
+    word = tf.concat([word, [2**62]], axis=0)  # a sentinel for empty contexts
+    row_starts, row_lengths = chars.row_starts(), chars.row_lengths()
+    last_char = tf.maximum(row_lengths - 1, 0)
+    answer_first = tf.clip_by_value(char_start, 0, last_char)
+    answer_last = tf.clip_by_value(tf.maximum(char_end - 1, char_start), 0, last_char)
+    word_first = tf.gather(word, row_starts + answer_first)
+    word_last = tf.gather(word, row_starts + answer_last)
+    token_chars = begins.flat_values + tf.gather(row_starts, begins.value_rowids())
+    token_word = begins.with_flat_values(tf.gather(word, token_chars))  # (batch, tokens)
+    token_start = tf.reduce_sum(tf.cast(token_word < word_first[:, tf.newaxis], tf.int64), axis=1)
+    token_end = tf.reduce_sum(tf.cast(token_word <= word_last[:, tf.newaxis], tf.int64), axis=1) - 1
+    # _improve_answer_span: the first sub-span inside [token_start, token_end] equal to the answer.
+    answer_text = tf.strings.substr(
+        contexts, tf.maximum(char_start, 0), tf.where(has_answer, tf.maximum(char_end - char_start, 0), 0),
+        unit="UTF8_CHAR",
+    )
+    answer = tokenizer.tokenize(answer_text)  # (batch, answer tokens)
+    answer_lengths = tf.cast(answer.row_lengths(), tf.int64)
+    count = tf.where(has_answer & (answer_lengths > 0), tf.maximum(token_end - token_start - answer_lengths + 2, 0), 0)
+    candidate_row = tf.repeat(tf.range(tf.size(count, out_type=tf.int64)), count)  # (candidates,)
+    candidate = tf.gather(token_start, candidate_row) + tf.ragged.range(count).flat_values
+    lengths = tf.gather(answer_lengths, candidate_row)
+    positions = ranges(tf.gather(doc.row_starts(), candidate_row) + candidate, lengths)
+    equal = tf.equal(
+        tf.gather(doc.flat_values, positions.flat_values),
+        tf.gather(answer, candidate_row).flat_values,
+    )
+    matches = tf.math.unsorted_segment_min(
+        tf.cast(equal, tf.int32), positions.value_rowids(), tf.size(candidate_row)
+    )  # (candidates,) 1 where every token matches
+    never = tf.constant(2**62, tf.int64)
+    first_match = tf.math.unsorted_segment_min(
+        tf.where(matches > 0, candidate, never), candidate_row, tf.size(count)
+    )
+    found = first_match < never
+    token_start = tf.where(found, first_match, token_start)
+    token_end = tf.where(found, first_match + answer_lengths - 1, token_end)
+    return token_start, token_end, has_answer
