@@ -1,0 +1,146 @@
+"""`SpanDecoder`: start/end logits of SQuAD windows -> answer text, in the graph."""
+
+import keras
+import tensorflow as tf
+
+from keras_bert_zoo.text import normalize as norm
+
+WINDOW_FIELDS = ("token_starts", "token_ends", "max_context", "example_index")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class SpanDecoder(keras.layers.Layer):
+    """Picks each question's answer span over its windows, as the original `run_squad.py`.
+
+    Per window, the `n_best_size` highest start and end logits are paired; a pair is
+    valid when both tokens are context tokens, the start token is in its "max context"
+    window, end >= start and the span has at most `max_answer_length` tokens. The best
+    valid pair over all windows of a question (score = start + end logit; ties go to the
+    earlier window, start rank, end rank, as the original's stable sort) is the answer:
+    the exact substring of the context between the tokens' character offsets, so
+    accents, case, CJK and whitespace come back as written.
+
+    With `null_score_diff_threshold` set (SQuAD v2.0), the null score is `[CLS]`'s
+    start + end logit, minimum over the question's windows; the answer is empty when
+    null score - best score > threshold. Unset (v1.1), an answer is always given when a
+    valid span exists.
+
+    Args:
+        n_best_size: int. Start and end candidates per window. Defaults to 20.
+        max_answer_length: int. Longest answer in tokens. Defaults to 30.
+        null_score_diff_threshold: float or None. The v2.0 threshold; None for v1.1.
+            Defaults to None.
+
+    Call arguments:
+        start_logits: float (windows, sequence_length).
+        end_logits: float (windows, sequence_length).
+        windows: dict with `token_starts`, `token_ends`, `max_context` (windows, length)
+            and `example_index` (windows,), from `SpanExtractorPreprocessor.windows`.
+        contexts: (examples,) the context strings the windows came from.
+
+    Returns:
+        dict of (examples,) tensors: `answer_text` (string, "" for no answer),
+        `answer_start`/`answer_end` (int32 character span, -1 for no answer), `score`
+        (float32 best non-null score, -inf if no valid span), `null_score` and
+        `score_diff` (null score - best score; what `tune_null_threshold` ranks).
+
+    Examples:
+    >>> decoder = keras_bert_zoo.text.SpanDecoder(null_score_diff_threshold=0.0)
+    >>> answers = decoder(start_logits, end_logits, windows, contexts)
+    """
+
+    def __init__(self, n_best_size=20, max_answer_length=30, null_score_diff_threshold=None, **kwargs):
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        for name, value in (("n_best_size", n_best_size), ("max_answer_length", max_answer_length)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}.")
+        if null_score_diff_threshold is not None and not isinstance(null_score_diff_threshold, (int, float)):
+            raise ValueError(
+                "`null_score_diff_threshold` must be a number (SQuAD v2.0) or None (v1.1). "
+                f"Received: null_score_diff_threshold={null_score_diff_threshold!r}."
+            )
+        self.n_best_size = n_best_size
+        self.max_answer_length = max_answer_length
+        self.null_score_diff_threshold = (
+            None if null_score_diff_threshold is None else float(null_score_diff_threshold)
+        )
+
+    def _window_best(self, start_logits, end_logits, windows):
+        """Best valid (score, start, end) per window; score -inf where none is valid."""
+        length = tf.shape(start_logits)[1]
+        k = tf.minimum(self.n_best_size, length)
+        start_values, start_index = tf.math.top_k(start_logits, k)  # (windows, k), lower index first on ties
+        end_values, end_index = tf.math.top_k(end_logits, k)
+        in_context = windows["token_starts"] >= 0  # (windows, length)
+        may_start = in_context & (windows["max_context"] > 0)
+        start_ok = tf.gather(may_start, start_index, batch_dims=1)[:, :, tf.newaxis]  # (windows, k, 1)
+        end_ok = tf.gather(in_context, end_index, batch_dims=1)[:, tf.newaxis, :]  # (windows, 1, k)
+        span = end_index[:, tf.newaxis, :] - start_index[:, :, tf.newaxis]  # (windows, k, k)
+        valid = start_ok & end_ok & (span >= 0) & (span < self.max_answer_length)
+        scores = start_values[:, :, tf.newaxis] + end_values[:, tf.newaxis, :]
+        scores = tf.reshape(tf.where(valid, scores, -float("inf")), [tf.shape(scores)[0], -1])  # (windows, k*k)
+        best = tf.reduce_max(scores, axis=1)
+        # The first pair in (start rank, end rank) order that reaches the best score.
+        pair = _first_index(scores, best)
+        start = tf.gather(start_index, pair // k, batch_dims=1)
+        end = tf.gather(end_index, pair % k, batch_dims=1)
+        return best, start, end
+
+    def call(self, start_logits, end_logits, windows, contexts):
+        contexts = norm.drop_invalid_utf8(tf.reshape(tf.convert_to_tensor(contexts, tf.string), [-1]))
+        num_examples = tf.shape(contexts)[0]
+        # float64: sums of two logits are exact, so ties and order match the original's Python floats.
+        start_logits = tf.cast(start_logits, tf.float64)
+        end_logits = tf.cast(end_logits, tf.float64)
+        windows = {key: tf.convert_to_tensor(windows[key]) for key in WINDOW_FIELDS}
+        example = tf.cast(windows["example_index"], tf.int32)
+        best, start, end = self._window_best(start_logits, end_logits, windows)
+        example_best = tf.math.unsorted_segment_max(best, example, num_examples)  # (examples,)
+        window_ids = tf.range(tf.shape(example)[0])
+        reaches = tf.equal(best, tf.gather(example_best, example))
+        never = tf.shape(example)[0]
+        window = tf.math.unsorted_segment_min(tf.where(reaches, window_ids, never), example, num_examples)
+        found = (window < never) & (example_best > -float("inf"))
+        window = tf.minimum(window, never - 1)
+        position = tf.stack([window, tf.gather(start, window)], axis=1)
+        char_start = tf.gather_nd(windows["token_starts"], position)
+        position = tf.stack([window, tf.gather(end, window)], axis=1)
+        char_end = tf.gather_nd(windows["token_ends"], position)
+        null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example, num_examples)
+        score_diff = null - example_best
+        answered = found
+        if self.null_score_diff_threshold is not None:
+            answered = found & (score_diff <= self.null_score_diff_threshold)
+        char_start = tf.cast(tf.where(answered, char_start, -1), tf.int32)
+        char_end = tf.cast(tf.where(answered, char_end, -1), tf.int32)
+        text = tf.strings.substr(contexts, tf.maximum(char_start, 0), tf.maximum(char_end - char_start, 0),
+                                 unit="UTF8_CHAR")
+        return {
+            "answer_text": tf.where(answered, text, ""),
+            "answer_start": char_start,
+            "answer_end": char_end,
+            "score": tf.cast(example_best, tf.float32),
+            "null_score": tf.cast(null, tf.float32),
+            "score_diff": tf.cast(score_diff, tf.float32),
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "n_best_size": self.n_best_size,
+                "max_answer_length": self.max_answer_length,
+                "null_score_diff_threshold": self.null_score_diff_threshold,
+            }
+        )
+        return config
+
+
+def _first_index(values, target):
+    """Index of the first entry of each row equal to `target` (ties: the earliest)."""
+    columns = tf.shape(values)[1]
+    index = tf.range(columns)[tf.newaxis, :]
+    return tf.reduce_min(tf.where(tf.equal(values, target[:, tf.newaxis]), index, columns), axis=1)
