@@ -118,8 +118,8 @@ class BertBackbone(Backbone):
             **kwargs,
         )
         # keras.Model (Functional) drops `dtype`; keep it so get_config/.keras reloads keep
-        # the mixed-precision policy.
-        self._dtype_policy = policy
+        # the mixed-precision policy (the public setter, as keras-hub's Backbone).
+        self.dtype_policy = policy
         # === Config ===
         self.vocabulary_size = vocabulary_size
         self.num_layers = num_layers

@@ -1,7 +1,6 @@
 """`BertPretrainer`: the backbone plus the masked-LM and next-sentence heads, with their losses."""
 
 import keras
-from keras.src.losses.loss import scale_loss_for_distribution
 
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.masked_lm_head import MaskedLMHead
@@ -9,6 +8,7 @@ from keras_bert_zoo.models.base import Task
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.training import losses
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay
+from keras_bert_zoo.utils import keras_internals
 
 OBJECTIVES = ("mlm", "ltr")
 
@@ -109,7 +109,7 @@ class BertPretrainer(Task):
         kwargs.pop("dtype", None)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         # `compile()` reads the model's policy to add loss scaling under mixed_float16.
-        self._dtype_policy = policy
+        self.dtype_policy = policy
         # === Config ===
         self.backbone = backbone
         self.nsp = bool(nsp)
@@ -156,7 +156,7 @@ class BertPretrainer(Task):
         for loss in self.losses:
             total = total + keras.ops.cast(loss, "float32")
         # Per-replica loss: scaled so the sum over replicas is the mean (as Keras' losses).
-        return scale_loss_for_distribution(total)
+        return keras_internals.scale_loss_for_distribution(total)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         terms = self.loss_terms(x, y, y_pred)

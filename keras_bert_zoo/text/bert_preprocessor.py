@@ -8,6 +8,7 @@ import keras
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.segment_packer import TRUNCATE, SegmentPacker
 from keras_bert_zoo.text.vocabulary import load_vocabulary
+from keras_bert_zoo.utils import keras_internals
 
 
 def preset_lowercase(preset, tokens=None):
@@ -80,8 +81,7 @@ class BertPreprocessor(keras.layers.Layer):
 
     def __init__(self, tokenizer, sequence_length=512, truncate="longest_first", **kwargs):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        keras_internals.accept_raw_inputs(self)
         self.built = True
         if not isinstance(tokenizer, BertTokenizer):
             raise ValueError(
@@ -94,7 +94,7 @@ class BertPreprocessor(keras.layers.Layer):
         self.sequence_length = sequence_length
         self.truncate = truncate
         self._packer = None
-        if tokenizer._tokens is not None:
+        if tokenizer.has_vocabulary():
             self._build_packer()
 
     def _build_packer(self):

@@ -15,15 +15,10 @@ from keras_bert_zoo.text.vocabulary import (
     warn_on_case_mismatch,
 )
 from keras_bert_zoo.text.wordpiece import WordPiece, matchable_tokens
+from keras_bert_zoo.utils import keras_internals
 
 VOCABULARY_ASSET = "vocabulary.txt"
 ERRORS = ("ignore", "strict")
-
-
-def _in_safe_mode():
-    from keras.src.saving import serialization_lib
-
-    return bool(serialization_lib.in_safe_mode())
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -92,8 +87,7 @@ class BertTokenizer(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         # Strings in, ragged ids out: skip Keras' float input conversion.
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        keras_internals.accept_raw_inputs(self)
         self.built = True
         if errors not in ERRORS:
             raise ValueError(f"`errors` must be one of {ERRORS}. Received: errors={errors!r}.")
@@ -108,7 +102,7 @@ class BertTokenizer(keras.layers.Layer):
         self.max_chars_per_word = max_chars_per_word
         self.errors = errors
         self._tokens = None
-        if isinstance(vocabulary, (str, os.PathLike)) and _in_safe_mode():
+        if isinstance(vocabulary, (str, os.PathLike)) and keras_internals.in_safe_mode():
             raise ValueError(
                 f"Refusing to read the vocabulary file {os.fspath(vocabulary)!r} named in a "
                 "config while loading in safe mode: a .keras file carries its vocabulary as "
@@ -144,8 +138,12 @@ class BertTokenizer(keras.layers.Layer):
         self._ids_fn = tf.function(self._ids_graph, input_signature=spec, autograph=False)
         self._offsets_fn = tf.function(self._offsets_graph, input_signature=spec, autograph=False)
 
+    def has_vocabulary(self):
+        """Whether the tokenizer has a vocabulary (given, set, or loaded with the model)."""
+        return self._tokens is not None
+
     def _check_vocabulary(self):
-        if self._tokens is None:
+        if not self.has_vocabulary():
             raise ValueError(
                 "The tokenizer has no vocabulary. Pass `vocabulary=` (a vocab.txt path or a "
                 "list of tokens) or call `set_vocabulary`."

@@ -4,6 +4,8 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_zoo.utils import keras_internals
+
 TRUNCATE = ("longest_first", "round_robin", "waterfall")
 
 
@@ -100,8 +102,7 @@ class SegmentPacker(keras.layers.Layer):
     def __init__(self, sequence_length, start_value, end_value, pad_value=0, truncate="longest_first", **kwargs):
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        keras_internals.accept_raw_inputs(self)
         self.built = True
         if sequence_length is not None and (not isinstance(sequence_length, int) or sequence_length < 2):
             raise ValueError(

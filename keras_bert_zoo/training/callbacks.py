@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.training.pretraining_eval import evaluate_pretraining, write_scalar
+from keras_bert_zoo.utils import keras_internals
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class StepCheckpointer(keras.callbacks.Callback):
         model, strategy = self.model, self.model.distribute_strategy
 
         def reduce(value):
-            if isinstance(value, tf.distribute.DistributedValues) or strategy.extended._in_multi_worker_mode():
+            if isinstance(value, tf.distribute.DistributedValues) or keras_internals.in_multi_worker_mode(strategy):
                 return strategy.reduce("MEAN", value, axis=None)
             return value
 

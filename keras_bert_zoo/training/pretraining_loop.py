@@ -11,6 +11,7 @@ from keras_bert_zoo.training.callbacks import HeldOutEvaluation, NonFiniteGuard,
 from keras_bert_zoo.training.checkpoints import TrainingCheckpoint
 from keras_bert_zoo.training.distribute import is_chief
 from keras_bert_zoo.training.replica_input import resumable_input
+from keras_bert_zoo.utils import keras_internals
 
 
 def _placeholder_batch(element_spec):
@@ -82,8 +83,8 @@ def fit_resumable(
     # from a batch reduced across replicas, which fails for dict batches under
     # MultiWorkerMirroredStrategy; so fit's own symbolic build is skipped below.
     with strategy.scope():
-        model._symbolic_build(data_batch=placeholder)
-    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
+        keras_internals.symbolic_build(model, placeholder)
+    keras_internals.skip_symbolic_build_in_fit(model)
     for callback in callbacks:
         if isinstance(callback, (HeldOutEvaluation, ScalarLogger)) and callback.step is None:
             callback.step = checkpoint.step  # report the global step, across restarts
@@ -100,6 +101,6 @@ def fit_resumable(
         )
     finally:
         checkpointer.restore_train_function()
-        del model._maybe_symbolic_build
+        keras_internals.restore_symbolic_build_in_fit(model)
     return {"step": int(checkpoint.step.numpy()), "resumed_from": start, "history": history,
             "checkpoint": checkpoint}

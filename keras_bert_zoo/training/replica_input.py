@@ -23,6 +23,7 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from keras_bert_zoo.training.distribute import ReplicaFeeder, distribute_dataset
+from keras_bert_zoo.utils import keras_internals
 
 
 class ResumableInput(NamedTuple):
@@ -60,15 +61,8 @@ def resumable_input(strategy, dataset_fn, global_batch_size):
             experimental_fetch_to_device=False,
         )
         iterator = iter(distribute_dataset(strategy, dataset_fn, global_batch_size, options))
-        # One `_SingleWorkerOwnedDatasetIterator` per replica, each over a plain
-        # OwnedIterator (checked: a change in TF's internals fails loudly here).
-        plain = [getattr(w, "_iterator", None) for w in getattr(iterator, "_iterators", [])]
-        if len(plain) != strategy.num_replicas_in_sync or not all(
-                isinstance(p, tf.data.Iterator) for p in plain):
-            raise RuntimeError(
-                "This TensorFlow version's per-replica distributed iterator has no saveable "
-                f"tf.data iterators (found {plain!r}); keras_bert_zoo's resumable input needs them."
-            )
+        # A TF internal (checked: a change in TF fails loudly there).
+        plain = keras_internals.per_replica_iterators(iterator, strategy.num_replicas_in_sync)
         trackables = {f"replica_{i}": p for i, p in enumerate(plain)}
         return ResumableInput(iterator, trackables, plain[0].element_spec)
     feeder = ReplicaFeeder(strategy, dataset_fn, global_batch_size)
