@@ -39,6 +39,12 @@ def corpus(tmp_path_factory):
     return paths, BertTokenizer(write_vocab(root), lowercase=True)
 
 
+def _windows(corpus):
+    paths, tokenizer = corpus
+    masker = make_masker(tokenizer, 5, 0.15)
+    return instance_windows(paths, tokenizer, masker, sequence_length=32, seed=3, epochs=1, window_size=8)
+
+
 def _counts(dataset):
     totals = dict.fromkeys(COUNTS, 0)
     for _, stats in dataset:
@@ -48,9 +54,7 @@ def _counts(dataset):
 
 
 def test_data_service_reads_every_document_once_per_epoch(service, corpus):
-    paths, tokenizer = corpus
-    masker = make_masker(tokenizer, 5, 0.15)
-    windows = instance_windows(paths, tokenizer, masker, sequence_length=32, seed=3, epochs=1, window_size=8)
+    windows = _windows(corpus)
     local = _counts(windows)
     remote = _counts(windows.apply(distribute(service, job_name="counts")))
     assert local["documents"] > 50
@@ -74,9 +78,7 @@ def test_data_service_feeds_pretraining_batches(service, corpus):
 
 
 def test_data_service_shares_one_job_between_trainers(service, corpus):
-    paths, tokenizer = corpus
-    masker = make_masker(tokenizer, 5, 0.15)
-    windows = instance_windows(paths, tokenizer, masker, sequence_length=32, seed=3, epochs=1, window_size=8)
+    windows = _windows(corpus)
     local = _counts(windows)
     # Two trainers on one job name split the epoch between them.
     first = iter(windows.apply(distribute(service, job_name="shared")))
