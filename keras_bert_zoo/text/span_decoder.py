@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_zoo.text import normalize as norm
+from keras_bert_zoo.utils import keras_internals
 
 WINDOW_FIELDS = ("token_starts", "token_ends", "max_context", "example_index")
 
@@ -51,8 +52,7 @@ class SpanDecoder(keras.layers.Layer):
 
     def __init__(self, n_best_size=20, max_answer_length=30, null_score_diff_threshold=None, **kwargs):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        keras_internals.accept_raw_inputs(self)
         self.built = True
         for name, value in (("n_best_size", n_best_size), ("max_answer_length", max_answer_length)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -12,6 +12,7 @@ import tensorflow as tf
 from keras_bert_zoo.text import normalize as norm
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.span_windows import answer_token_spans, max_context_windows, ranges, window_geometry
+from keras_bert_zoo.utils import keras_internals
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
 class SpanExtractorPreprocessor(keras.layers.Layer):
@@ -54,8 +55,7 @@ class SpanExtractorPreprocessor(keras.layers.Layer):
 
     def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, **kwargs):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        keras_internals.accept_raw_inputs(self)
         self.built = True
         if not isinstance(tokenizer, BertTokenizer):
             raise ValueError(
