@@ -30,7 +30,12 @@ setup(
         # GLUE's official metrics: F1 and Matthews correlation (scikit-learn), Pearson/Spearman (scipy).
         "scikit-learn",
         "scipy",
+        # The paper's fine-tuning search (training/tuning.py). keras-tuner's own Tuner.run_trial
+        # imports tensorboard on the TensorFlow backend, which TF 2.21 no longer installs.
         "keras-tuner",
+        "tensorboard",
+        # The search's heatmap PNG (and the demo's curves).
+        "matplotlib",
         # Reads HF weights without unpickling anything.
         "safetensors",
         "numpy",
