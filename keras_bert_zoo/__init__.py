@@ -27,6 +27,7 @@ from keras_bert_zoo.text.mlm_masker import MLMMasker  # noqa: E402
 from keras_bert_zoo.training.checkpoints import TrainingCheckpoint  # noqa: E402
 from keras_bert_zoo.training.distribute import get_strategy  # noqa: E402
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay  # noqa: E402
+from keras_bert_zoo.training.pretraining_config import PretrainingConfig  # noqa: E402
 from keras_bert_zoo.training.pretraining_loop import fit_resumable  # noqa: E402
 from keras_bert_zoo.training.pretraining_run import run_pretraining  # noqa: E402
 from keras_bert_zoo.weights.loading import get_preset_vocabulary, save_to_preset  # noqa: E402
@@ -41,6 +42,7 @@ __all__ = [
     "BertTokenizer",
     "LinearWarmupLinearDecay",
     "MLMMasker",
+    "PretrainingConfig",
     "SegmentPacker",
     "TrainingCheckpoint",
     "fit_resumable",

@@ -6,7 +6,11 @@
         --checkpoint-dir runs/tiny/ckpt --output-dir runs/tiny/preset --log-dir runs/tiny/logs \
         --eval-every 500
 
-Run the same command again after a crash: it resumes from --checkpoint-dir exactly.
+Run the same command again after a crash: it resumes from --checkpoint-dir exactly
+(`--steps` may grow; a changed model or data flag such as --hidden-dim or
+--sequence-length is refused, naming it: the directory stores the run's settings).
+`--time-budget SECONDS` stops early, checkpointed; the same command continues.
+Output paths and the corpus (at least one batch) are checked before the first step.
 
 Two phases, as the paper (90% of the steps at length 128, 10% at 512): `--steps` counts
 both, `--phase2-steps` the last ones, which run at `--phase2-sequence-length`:
@@ -80,38 +84,52 @@ def build_parser():
     p.add_argument("--eval-batches", type=int, default=4)
     p.add_argument("--eval-files", help="held-out text files / TFRecords")
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--time-budget", type=float, help="seconds of training after which the run stops early "
+                   "(checkpointed; the same command continues); default: run to --steps")
     p.add_argument("--no-progress", action="store_true")
     return p
 
 
-def main(argv=None):
-    args = build_parser().parse_args(argv)
-    if args.tpu:
-        os.environ["TPU_NAME"] = args.tpu
-    from keras_bert_zoo.training.pretraining_run import run_pretraining
+def build_config(args):
+    """The `PretrainingConfig` of parsed flags (imports the package: call after parsing)."""
+    from keras_bert_zoo.training.pretraining_config import PretrainingConfig
 
     size = {k: getattr(args, k) for k in ("num_layers", "num_heads", "hidden_dim", "intermediate_dim",
                                           "max_sequence_length", "dropout") if getattr(args, k) is not None}
-    result = run_pretraining(
+    return PretrainingConfig(
         args.output_dir, args.checkpoint_dir, train_files=args.train_files, tfrecords=args.tfrecords,
         vocabulary=args.vocabulary, preset=args.preset, size=size, load_weights=args.load_weights,
         strategy=args.strategy, precision=args.precision, steps=args.steps, warmup_steps=args.warmup_steps,
         batch_size=args.batch_size, learning_rate=args.learning_rate, sequence_length=args.sequence_length,
         max_predictions=args.max_predictions, save_every=args.save_every, log_dir=args.log_dir,
         eval_every=args.eval_every, eval_batches=args.eval_batches, eval_files=args.eval_files,
-        seed=args.seed, progress=not args.no_progress, phase2_steps=args.phase2_steps,
-        phase2_sequence_length=args.phase2_sequence_length, phase2_max_predictions=args.phase2_max_predictions,
-        phase2_batch_size=args.phase2_batch_size, phase2_tfrecords=args.phase2_tfrecords,
-        nsp=not args.no_nsp and args.objective == "mlm", objective=args.objective)
+        seed=args.seed, progress=not args.no_progress, time_budget=args.time_budget,
+        phase2_steps=args.phase2_steps, phase2_sequence_length=args.phase2_sequence_length,
+        phase2_max_predictions=args.phase2_max_predictions, phase2_batch_size=args.phase2_batch_size,
+        phase2_tfrecords=args.phase2_tfrecords, nsp=not args.no_nsp and args.objective == "mlm",
+        objective=args.objective)
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)  # before any TensorFlow import: --help and typos are instant
+    if args.tpu:
+        os.environ["TPU_NAME"] = args.tpu
+    config = build_config(args)
+    from keras_bert_zoo.training.pretraining_run import run_pretraining
+
+    result = run_pretraining(config)
     if args.preset and args.load_weights:
         heads = result["heads_loaded"]
         print(f"Started from {args.preset}: backbone" + "".join(f" + {h.upper()} head" for h in heads)
-              + ("" if len(heads) == 1 + (not args.no_nsp and args.objective == "mlm")
-                 else "; the other head(s) randomly initialised"))
+              + ("" if len(heads) == 1 + config.nsp else "; the other head(s) randomly initialised"))
     for record in result["held_out"]:
         print(f"held-out step {record['step']}: MLM accuracy {record['mlm_accuracy']:.4f}"
               + (f", NSP accuracy {record['nsp_accuracy']:.4f}" if record["nsp_accuracy"] is not None else ""))
-    print(f"Trained to step {result['step']} (resumed from {result['resumed_from']}); "
+    if result["baselines"]:
+        print(f"baselines: unigram MLM accuracy {result['baselines']['unigram_accuracy']:.4f}, "
+              f"NSP majority {result['baselines']['nsp_majority_accuracy']:.4f}")
+    stopped = f" (time budget reached before step {config.steps})" if result["stopped_early"] else ""
+    print(f"Trained to step {result['step']}{stopped} (resumed from {result['resumed_from']}); "
           f"preset written to {result['output_dir']}")
     return result
 

@@ -45,7 +45,8 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--steps", type=int, default=600, help="Training steps (the LR schedule's length).")
     p.add_argument("--time-budget", type=float, default=300.0,
-                   help="Stop training at the first evaluation after this many seconds.")
+                   help="Stop training early after this many seconds (--steps is the planned length "
+                   "and the learning-rate schedule's).")
     p.add_argument("--eval-every", type=int, default=50, help="Steps between held-out evaluations.")
     p.add_argument("--eval-batches", type=int, default=8)
     # BertAdamW has no bias correction (as the original): over a few hundred steps its
@@ -73,10 +74,10 @@ def main(argv=None):
     corpus = stages.prepare_corpus(args, run)
     vocab_path = stages.learn_vocab(args, run, corpus)
     data = stages.make_examples(args, run, corpus, vocab_path)
-    model, training = stages.pretrain(args, run, data)
-    evaluation = stages.evaluate(args, run, model, data, training)
-    preset_dir = stages.save_preset(args, run, model, vocab_path)
-    samples = stages.reload_and_fill_mask(args, run, model, preset_dir, corpus, data)
+    model, training, result = stages.pretrain(args, run, corpus, vocab_path)
+    evaluation = stages.evaluate(args, run, data, training, result)
+    preset_dir = stages.report_preset(run, result)
+    samples = stages.reload_and_fill_mask(args, run, model, preset_dir, corpus, result["held_out_batches"])
     summary = stages.write_summary(args, run, corpus, data, training, evaluation, preset_dir,
                                    samples, seconds=time.perf_counter() - started)
     return summary

@@ -1,5 +1,6 @@
 """The stages of `tools/quickstart.py`: each one a call into keras_bert_zoo, a progress
-bar and a one-line summary. Kept apart from the argument parsing to stay readable."""
+bar and a one-line summary. Kept apart from the argument parsing to stay readable.
+Training is the library's driver, `run_pretraining` (the one `tools/pretrain.py` runs)."""
 
 import glob
 import os
@@ -106,33 +107,15 @@ def learn_vocab(args, run, corpus):
 
 
 def make_examples(args, run, corpus, vocab_path):
-    """Stage 3: MLM+NSP examples (train and held-out), the data report, fixed eval batches."""
+    """Stage 3: the tokenizer and the data report of the MLM+NSP examples made on the fly."""
     from keras_bert_zoo.data import pretraining
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
-    from keras_bert_zoo.training import pretraining_eval
 
     start = time.perf_counter()
     tokenizer = BertTokenizer(vocab_path, lowercase=True)
-    common = dict(sequence_length=args.seq_length, max_predictions=args.max_predictions)
-
-    def make_train(batch_size):
-        return pretraining.pretraining_dataset(
-            corpus["train_files"], tokenizer, batch_size, seed=args.seed, **common)
-
-    train = make_train(args.batch_size)
-    heldout = pretraining.pretraining_dataset(
-        corpus["heldout_files"], tokenizer, args.batch_size, seed=args.seed + 1, **common)
-    eval_batches = pretraining_eval.collect_batches(heldout, args.eval_batches)
-    # The unigram baseline's guess: the most frequent masked target in training batches.
-    train_batches = pretraining_eval.collect_batches(train, max(args.eval_batches, 8))
-    counts = pretraining_eval.unigram_counts(train_batches)
-    unigram_id = counts.most_common(1)[0][0]
     report = _data_report(pretraining, corpus, tokenizer, args, run)
-    say("examples", f"{len(eval_batches)} held-out batches of {args.batch_size}, unigram guess "
-        f"{tokenizer.id_to_token(unigram_id)!r}, in {time.perf_counter() - start:.1f}s; report → "
-        f"{report['path']}")
-    return dict(tokenizer=tokenizer, make_train=make_train, eval_batches=eval_batches, unigram_id=unigram_id,
-                unigram_token=tokenizer.id_to_token(unigram_id), report=report)
+    say("examples", f"data report in {time.perf_counter() - start:.1f}s → {report['path']}")
+    return dict(tokenizer=tokenizer, report=report)
 
 
 def _data_report(pretraining, corpus, tokenizer, args, run):
@@ -148,62 +131,56 @@ def _data_report(pretraining, corpus, tokenizer, args, run):
     return {"path": json_path, "figures": report}
 
 
-def build_backbone(args, vocabulary_size):
-    """The `--size` preset's architecture with the learned vocabulary (tiny: 2×32)."""
-    import keras_bert_zoo
+def model_size(args):
+    """The `--size` preset's architecture (the learned vocabulary replaces its own); tiny: 2×256."""
     from keras_bert_zoo.presets import get_preset_config
 
     if args.size is None:
         # Hidden 256, not smaller: with BERT's init (stddev 0.02) the attention path's
         # gain is ~(0.02·√H)², so at H ≤ 128 context barely reaches the output and
         # training sits on the unigram plateau for thousands of steps.
-        config = dict(num_layers=2, num_heads=4, hidden_dim=256, intermediate_dim=512,
-                      max_sequence_length=max(args.seq_length, 64))
-    else:
-        config = get_preset_config(args.size)
-    config["vocabulary_size"] = vocabulary_size
-    return keras_bert_zoo.BertBackbone(**config)
+        return dict(num_layers=2, num_heads=4, hidden_dim=256, intermediate_dim=512,
+                    max_sequence_length=max(args.seq_length, 64))
+    return {k: v for k, v in get_preset_config(args.size).items() if k != "vocabulary_size"}
 
 
-def pretrain(args, run, data):
-    """Stage 4: pretrain with BertAdamW (warmup + linear decay) until steps or time budget."""
-    import keras
+def pretrain(args, run, corpus, vocab_path):
+    """Stage 4: the library's pretraining driver (BertAdamW, warmup + linear decay) for
+    `--steps` steps, or fewer if `--time-budget` runs out first; it writes the preset."""
+    import shutil
 
-    from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
-    from keras_bert_zoo.training.pretraining_eval import HeldoutEvaluation
+    from keras_bert_zoo.training.pretraining_config import PretrainingConfig
+    from keras_bert_zoo.training.pretraining_run import run_pretraining
 
-    keras.utils.set_random_seed(args.seed)
-    backbone = build_backbone(args, data["tokenizer"].vocabulary_size())
-    model = BertPretrainer(backbone, nsp=True)
-    model.compile(learning_rate=args.learning_rate, total_steps=args.steps,
-                  warmup_steps=max(1, int(args.warmup_fraction * args.steps)))
-    evaluation = HeldoutEvaluation(data["eval_batches"], min(args.eval_every, args.steps),
-                                   log_dir=run("tensorboard"), time_budget=args.time_budget,
-                                   progress=lambda r: say("train", _record_line(r)))
-    bar = _ProgressBar(args.steps, enabled=not args.no_progress)
+    # Each demo run starts over (its vocabulary is learned again); tools/pretrain.py resumes.
+    shutil.rmtree(run("checkpoints"), ignore_errors=True)
+    config = PretrainingConfig(
+        run("preset"), run("checkpoints"), train_files=corpus["train_files"], eval_files=corpus["heldout_files"],
+        vocabulary=vocab_path, size=model_size(args), steps=args.steps,
+        warmup_steps=max(1, int(args.warmup_fraction * args.steps)), batch_size=args.batch_size,
+        learning_rate=args.learning_rate, sequence_length=args.seq_length, max_predictions=args.max_predictions,
+        save_every=min(args.eval_every, args.steps), log_dir=run("tensorboard"),
+        eval_every=min(args.eval_every, args.steps), eval_batches=args.eval_batches, seed=args.seed,
+        progress=False, time_budget=args.time_budget)
+    bar = progress_bar_callback(args.steps, enabled=not args.no_progress)
     start = time.perf_counter()
-    # Plain `fit` over the on-the-fly dataset. (`training.pretraining_loop.fit_resumable`
-    # would add step-exact resume, but it needs a checkpointable data iterator.)
-    model.fit(data["make_train"](args.batch_size), steps_per_epoch=args.steps, epochs=1,
-              callbacks=[evaluation, bar], verbose=0)
+    result = run_pretraining(config, callbacks=[bar])
     bar.close()
     seconds = time.perf_counter() - start
-    steps = evaluation.history[-1]["step"]
-    say("train", f"{steps} steps of a {backbone.count_params():,}-parameter BERT in {seconds:.0f}s "
-        f"({steps * args.batch_size / max(seconds, 1e-9):.1f} sequences/s, graph building included)")
-    return model, {"history": evaluation.history, "steps": steps, "seconds": seconds,
-                   "parameters": int(backbone.count_params())}
+    model, steps = result["model"], result["step"]
+    parameters = int(model.backbone.count_params())
+    say("train", f"{steps} steps of a {parameters:,}-parameter BERT in {seconds:.0f}s "
+        f"({steps * args.batch_size / max(seconds, 1e-9):.1f} sequences/s, data checks and graph building "
+        "included)" + (" (time budget reached)" if result["stopped_early"] else ""))
+    training = {"history": result["held_out"], "steps": steps, "seconds": seconds, "parameters": parameters}
+    return model, training, result
 
 
-def _record_line(r):
-    return (f"step {r['step']}: loss {r['loss']:.3f}, held-out MLM acc {r['mlm_accuracy']:.3f}, "
-            f"NSP acc {r['nsp_accuracy']:.3f} ({r['seconds']:.0f}s)")
-
-
-def _ProgressBar(total, enabled):
+def progress_bar_callback(total, enabled):
+    """A Keras callback that draws a tqdm bar of training steps (`.close()` it after)."""
     import keras
 
-    class Bar(keras.callbacks.Callback):
+    class TqdmSteps(keras.callbacks.Callback):
         def __init__(self):
             super().__init__()
             from tqdm.auto import tqdm
@@ -218,32 +195,29 @@ def _ProgressBar(total, enabled):
         def close(self):
             self.bar.close()
 
-    return Bar()
+    return TqdmSteps()
 
 
-def evaluate(args, run, model, data, training):
-    """Stage 5: held-out MLM/NSP accuracy vs the unigram and majority baselines; the plot."""
-    from keras_bert_zoo.training.pretraining_eval import evaluate_pretraining
+def evaluate(args, run, data, training, result):
+    """Stage 5: the last held-out MLM/NSP accuracy vs the unigram and majority baselines; the plot."""
     from keras_bert_zoo.utils.plotting import plot_pretraining_curves
 
-    result = evaluate_pretraining(model, data["eval_batches"], unigram_id=data["unigram_id"])
-    result["unigram_token"] = data["unigram_token"]
-    result["plot"] = plot_pretraining_curves(
-        training["history"], run("training_curves.png"), baselines=result,
+    baselines = result["baselines"]
+    evaluation = {k: v for k, v in training["history"][-1].items() if k not in ("step", "loss", "seconds")}
+    evaluation.update(baselines, unigram_token=data["tokenizer"].id_to_token(baselines["unigram_id"]))
+    evaluation["plot"] = plot_pretraining_curves(
+        training["history"], run("training_curves.png"), baselines=baselines,
         title=f"BERT pretraining on {os.path.basename(args.input or 'the gensim enwiki sample')}")
-    say("eval", f"held-out MLM accuracy {result['mlm_accuracy']:.3f} vs unigram baseline "
-        f"{result['unigram_accuracy']:.3f} ({result['unigram_token']!r}); NSP accuracy "
-        f"{result['nsp_accuracy']:.3f} vs 0.5 (majority {result['nsp_majority_accuracy']:.3f}); "
-        f"{result['predictions']} masked predictions; plot → {result['plot']}")
-    return result
+    say("eval", f"held-out MLM accuracy {evaluation['mlm_accuracy']:.3f} vs unigram baseline "
+        f"{evaluation['unigram_accuracy']:.3f} ({evaluation['unigram_token']!r}); NSP accuracy "
+        f"{evaluation['nsp_accuracy']:.3f} vs 0.5 (majority {evaluation['nsp_majority_accuracy']:.3f}); "
+        f"{evaluation['predictions']} masked predictions; plot → {evaluation['plot']}")
+    return evaluation
 
 
-def save_preset(args, run, model, vocab_path):
-    """Stage 6: the trained backbone + heads + vocabulary as a preset directory."""
-    from keras_bert_zoo.weights.loading import save_to_preset
-
-    directory = run("preset")
-    save_to_preset(model, directory, vocabulary=vocab_path)
+def report_preset(run, result):
+    """Stage 6: the preset the driver wrote (backbone + heads + vocabulary)."""
+    directory = result["output_dir"]
     size = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
     say("preset", f"saved {len(os.listdir(directory))} files ({size / 2**20:.1f} MiB) → {directory}")
     return directory
@@ -265,14 +239,14 @@ def _heldout_sentences(corpus, tokenizer, count):
     return samples
 
 
-def reload_and_fill_mask(args, run, model, preset_dir, corpus, data, count=5):
+def reload_and_fill_mask(args, run, model, preset_dir, corpus, held_out_batches, count=5):
     """Stage 7: `BertPretrainer.from_preset(dir)`; same outputs; fill-mask on held-out text."""
     from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
     from keras_bert_zoo.training.fill_mask import fill_mask
 
     reloaded = BertPretrainer.from_preset(preset_dir)
-    x = data["eval_batches"][0][0]
+    x = held_out_batches[0][0]
     diff = float(np.max(np.abs(model.predict_on_batch(x)["mlm_logits"]
                                - reloaded.predict_on_batch(x)["mlm_logits"])))
     tokenizer = BertTokenizer(os.path.join(preset_dir, "vocab.txt"), lowercase=True)

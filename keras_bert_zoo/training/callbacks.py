@@ -2,20 +2,16 @@
 
 `StepCheckpointer` feeds `fit` from an iterator that a `TrainingCheckpoint` owns and
 saves every N steps; `NonFiniteGuard` stops on a NaN/inf loss or weight naming the
-step; `HeldOutEvaluation` reports MLM and NSP accuracy on held-out batches;
-`ScalarLogger` writes training scalars for TensorBoard.
+step; `ScalarLogger` writes training scalars for TensorBoard. (Held-out evaluation:
+`pretraining_eval.HeldOutEvaluation`.)
 """
-
-import logging
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_zoo.training.pretraining_eval import evaluate_pretraining, write_scalar
+from keras_bert_zoo.training.pretraining_eval import write_scalar
 from keras_bert_zoo.utils import keras_internals
-
-logger = logging.getLogger(__name__)
 
 
 class NonFiniteError(FloatingPointError):
@@ -151,56 +147,6 @@ class NonFiniteGuard(keras.callbacks.Callback):
                 f"Non-finite weights at step {step}: {bad[:5]}. Training stopped; the "
                 "checkpoint directory is kept and its newest checkpoint is finite."
             )
-
-
-class HeldOutEvaluation(keras.callbacks.Callback):
-    """Every N steps, MLM and NSP accuracy on held-out pretraining batches.
-
-    MLM accuracy is weighted by `mlm_weights` (padding predictions excluded). Results
-    are appended to `self.history`, logged, and written to TensorBoard when
-    `log_dir` is given.
-
-    Args:
-        batches: list of shared-contract `(x, y)` batches (numpy or tensors).
-        every_n_steps: int.
-        step: `tf.Variable` global step, or None to count this run's steps.
-        log_dir: str or None. TensorBoard directory (`<log_dir>/held_out`).
-        step_offset: int. Added to `step` (steps of earlier training phases).
-    """
-
-    def __init__(self, batches, every_n_steps, step=None, log_dir=None, step_offset=0):
-        super().__init__()
-        self.batches = list(batches)
-        self.every_n_steps = every_n_steps
-        self.step = step
-        self.step_offset = step_offset
-        self.history = []
-        self._count = 0
-        self._writer = tf.summary.create_file_writer(log_dir + "/held_out") if log_dir else None
-
-    def evaluate(self):
-        """Returns `{"mlm_accuracy": float, "nsp_accuracy": float or None}`."""
-        result = evaluate_pretraining(self.model, self.batches)
-        has_nsp = getattr(self.model, "nsp_head", None) is not None
-        return {"mlm_accuracy": result["mlm_accuracy"],
-                "nsp_accuracy": result["nsp_accuracy"] if has_nsp else None}
-
-    def on_train_batch_end(self, batch, logs=None):
-        self._count += 1
-        step = (int(self.step.numpy()) if self.step is not None else self._count) + self.step_offset
-        if step % self.every_n_steps:
-            return
-        result = self.evaluate()
-        self.history.append(dict(result, step=step))
-        logger.info("step %d held-out %s", step, result)
-        print(f"\nstep {step}: held-out " + ", ".join(
-            f"{k} {v:.4f}" for k, v in result.items() if v is not None), flush=True)
-        if self._writer is not None:
-            with self._writer.as_default():
-                for key, value in result.items():
-                    if value is not None:
-                        write_scalar(f"held_out/{key}", value, step)
-            self._writer.flush()
 
 
 class ScalarLogger(keras.callbacks.Callback):

@@ -1,10 +1,13 @@
 """Held-out masked-LM and NSP accuracy during pretraining, against simple baselines."""
 
 import collections
+import logging
 import time
 
 import keras
 import numpy as np
+
+logger = logging.getLogger("keras_bert_zoo.training")
 
 
 def collect_batches(dataset, num_batches):
@@ -42,67 +45,100 @@ def evaluate_pretraining(model, batches, unigram_id=None):
 
     Returns:
         dict with `mlm_accuracy` (over real predictions, Σ mlm_weights),
-        `nsp_accuracy`, `predictions` and, with `unigram_id`, `unigram_accuracy`
+        `nsp_accuracy` (None for a model without an NSP head), `predictions` and, with `unigram_id`, `unigram_accuracy`
         and `nsp_majority_accuracy` (the better of always-0 and always-1).
     """
-    correct = weight = nsp_correct = nsp_total = unigram = nsp_ones = 0.0
+    correct = weight = nsp_correct = nsp_total = 0.0
+    has_nsp = True
     for x, y in batches:
         out = model.predict_on_batch(x)
         # Batches may hold numpy arrays or tensors.
         w = np.asarray(y["mlm_weights"], "float64")
         ids, labels = np.asarray(y["mlm_ids"]), np.asarray(y["nsp_labels"]).reshape(-1)
         correct += float((w * (np.asarray(out["mlm_logits"]).argmax(-1) == ids)).sum())
-        unigram += float((w * (ids == unigram_id)).sum())
         weight += float(w.sum())
-        if "nsp_logits" in out:
+        has_nsp = has_nsp and "nsp_logits" in out
+        if has_nsp:
             nsp_correct += float((np.asarray(out["nsp_logits"]).argmax(-1) == labels).sum())
         nsp_total += len(labels)
-        nsp_ones += float(labels.sum())
     result = {
         "mlm_accuracy": correct / max(weight, 1.0),
-        "nsp_accuracy": nsp_correct / max(nsp_total, 1.0),
+        "nsp_accuracy": nsp_correct / max(nsp_total, 1.0) if has_nsp else None,
         "predictions": int(weight),
     }
     if unigram_id is not None:
-        result["unigram_accuracy"] = unigram / max(weight, 1.0)
-        result["nsp_majority_accuracy"] = max(nsp_ones, nsp_total - nsp_ones) / max(nsp_total, 1.0)
+        result.update(baseline_accuracies(batches, unigram_id))
     return result
 
 
-class HeldoutEvaluation(keras.callbacks.Callback):
-    """Every N steps: held-out MLM/NSP accuracy and the mean training loss of the
-    interval, logged to TensorBoard; stops training once a time budget is spent.
+def baseline_accuracies(batches, unigram_id):
+    """What guessing scores on `batches`: always `unigram_id` for every masked position
+    (`unigram_accuracy`) and always the more frequent NSP label (`nsp_majority_accuracy`)."""
+    weight = unigram = nsp_ones = nsp_total = 0.0
+    for _, y in batches:
+        w = np.asarray(y["mlm_weights"], "float64")
+        labels = np.asarray(y["nsp_labels"]).reshape(-1)
+        unigram += float((w * (np.asarray(y["mlm_ids"]) == unigram_id)).sum())
+        weight += float(w.sum())
+        nsp_ones += float(labels.sum())
+        nsp_total += len(labels)
+    return {"unigram_accuracy": unigram / max(weight, 1.0),
+            "nsp_majority_accuracy": max(nsp_ones, nsp_total - nsp_ones) / max(nsp_total, 1.0)}
+
+
+def format_record(record):
+    """One line for a `HeldOutEvaluation` record: step, interval loss, accuracies, seconds."""
+    parts = [f"step {record['step']}: loss {record['loss']:.3f}"]
+    parts += [f"held-out {key.replace('_accuracy', '').upper()} accuracy {record[key]:.4f}"
+              for key in ("mlm_accuracy", "nsp_accuracy") if record.get(key) is not None]
+    return ", ".join(parts) + f" ({record['seconds']:.0f}s)"
+
+
+class HeldOutEvaluation(keras.callbacks.Callback):
+    """Every N global steps: an evaluation (held-out MLM/NSP accuracy) and the mean
+    training loss of the interval; logged and written to TensorBoard (`held_out/*`).
+    Stops training once a time budget is spent; the last step is always evaluated.
 
     Args:
-        batches: numpy `(x, y)` held-out batches (see `collect_batches`).
-        every_n_steps: int. Steps between evaluations; the last step is always evaluated.
-        log_dir: str or None. TensorBoard directory for `train/loss` and `heldout/*`.
-        time_budget: float or None. Seconds of training after which training stops
-            (at the next evaluation, so the last point is always measured).
-        progress: optional callable(dict) called with each record.
-        first_step: int or None. Global step at which this `fit` starts; None reads the
-            optimizer's `iterations` when training begins (right after a resume).
+        evaluate: callable `model -> dict` (e.g. `functools.partial(evaluate_pretraining,
+            batches=batches)`), or None: no evaluation, only the time budget.
+        every_n_steps: int. Evaluates at global steps divisible by it (and at the end).
+        time_budget: float or None. Seconds of training after which this callback stops
+            training (after evaluating that step).
+        baselines: dict or None. Constant accuracies to compare with (see
+            `baseline_accuracies`), written to TensorBoard next to each evaluation.
+        log_dir: str or None. TensorBoard directory (events written in it, tags `held_out/*`).
+        step: `tf.Variable` (the global step, read live; `fit_resumable` sets it), int
+            (the global step when training begins), or None (the optimizer's iterations
+            when training begins).
+        step_offset: int. Added to the step (steps of earlier training phases).
+        progress: callable(record) or None. Called with each record (e.g. to print it).
 
     Attributes:
-        history: list of dicts `step`, `loss`, `mlm_accuracy`, `nsp_accuracy`, `seconds`.
+        history: list of dicts `step`, `loss`, the evaluation's results, `seconds`.
+        stopped_by_budget: bool. Whether the time budget stopped training.
     """
 
-    def __init__(self, batches, every_n_steps, log_dir=None, time_budget=None, progress=None,
-                 first_step=None):
+    def __init__(self, evaluate, every_n_steps, time_budget=None, baselines=None, log_dir=None, step=None,
+                 step_offset=0, progress=None):
         super().__init__()
-        if every_n_steps < 1:
+        if not isinstance(every_n_steps, int) or every_n_steps < 1:
             raise ValueError(f"`every_n_steps` must be >= 1. Received: every_n_steps={every_n_steps}.")
-        self.batches, self.every_n_steps, self.first_step = batches, every_n_steps, first_step
-        self.time_budget, self.progress, self.history = time_budget, progress, []
-        import tensorflow as tf
-
-        self._writer = tf.summary.create_file_writer(log_dir) if log_dir else None
+        self.evaluate, self.every_n_steps, self.time_budget = evaluate, every_n_steps, time_budget
+        self.baselines, self.step, self.step_offset, self.progress = dict(baselines or {}), step, step_offset, progress
+        self.history, self.stopped_by_budget = [], False
+        self._log_dir, self._writer = log_dir, None
 
     def on_train_begin(self, logs=None):
-        if self.first_step is None:
-            self.first_step = int(self.model.optimizer.iterations.numpy())
-        self._start, self._count = time.perf_counter(), 0
-        self._loss_sum, self._last = 0.0, (0, 0.0)
+        self._first = self.step
+        if self.step is None:
+            self._first = int(self.model.optimizer.iterations.numpy())
+        self._start, self._count, self._loss_sum, self._last = time.perf_counter(), 0, 0.0, (0, 0.0)
+
+    def _step(self):
+        if isinstance(self._first, int):
+            return self._first + self._count + self.step_offset
+        return int(self._first.numpy()) + self.step_offset  # a live global-step variable
 
     def on_train_batch_end(self, batch, logs=None):
         self._count += 1
@@ -110,37 +146,40 @@ class HeldoutEvaluation(keras.callbacks.Callback):
         self._loss_sum = float((logs or {}).get("loss", float("nan"))) * self._count
         over_budget = (self.time_budget is not None
                        and time.perf_counter() - self._start >= self.time_budget)
-        if self._count % self.every_n_steps == 0 or over_budget:
-            self._evaluate()
-            if over_budget:
-                self.model.stop_training = True
+        if self._step() % self.every_n_steps == 0 or over_budget:
+            self._record()
+        if over_budget:
+            self.stopped_by_budget = self.model.stop_training = True
 
     def on_train_end(self, logs=None):
         if self._count and (not self.history or self.history[-1]["step"] != self._step()):
-            self._evaluate()
+            self._record()
 
-    def _step(self):
-        return self.first_step + self._count
-
-    def _evaluate(self):
+    def _record(self):
+        if self.evaluate is None:
+            return
         count, total = self._last
-        record = {"step": self._step(),
-                  "loss": (self._loss_sum - total) / max(self._count - count, 1)}
+        record = {"step": self._step(), "loss": (self._loss_sum - total) / max(self._count - count, 1)}
         self._last = (self._count, self._loss_sum)
-        record.update(evaluate_pretraining(self.model, self.batches))
+        record.update(self.evaluate(self.model))
         record["seconds"] = time.perf_counter() - self._start
         self.history.append(record)
-        self._log(record)
+        logger.info("held-out %s", format_record(record))
         if self.progress:
             self.progress(record)
+        self._write(record)
 
-    def _log(self, record):
-        if self._writer is None:
+    def _write(self, record):
+        if self._log_dir is None:
             return
-        with self._writer.as_default(step=record["step"]):
-            write_scalar("train/loss", record["loss"], record["step"])
-            write_scalar("heldout/mlm_accuracy", record["mlm_accuracy"], record["step"])
-            write_scalar("heldout/nsp_accuracy", record["nsp_accuracy"], record["step"])
+        import tensorflow as tf
+
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self._log_dir)
+        with self._writer.as_default():
+            for key, value in {**record, **self.baselines}.items():
+                if isinstance(value, float) and key not in ("loss", "seconds"):
+                    write_scalar(f"held_out/{key}", value, record["step"])
         self._writer.flush()
 
 

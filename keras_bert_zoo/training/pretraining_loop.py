@@ -7,9 +7,10 @@ position as if it had never stopped (bit for bit on CPU with op determinism).
 
 import tensorflow as tf
 
-from keras_bert_zoo.training.callbacks import HeldOutEvaluation, NonFiniteGuard, ScalarLogger, StepCheckpointer
+from keras_bert_zoo.training.callbacks import NonFiniteGuard, ScalarLogger, StepCheckpointer
 from keras_bert_zoo.training.checkpoints import TrainingCheckpoint
 from keras_bert_zoo.training.distribute import is_chief
+from keras_bert_zoo.training.pretraining_eval import HeldOutEvaluation
 from keras_bert_zoo.training.replica_input import resumable_input
 from keras_bert_zoo.utils import keras_internals
 

@@ -8,10 +8,11 @@ def plot_pretraining_curves(history, path, baselines=None, title="BERT pretraini
 
     Args:
         history: list of dicts with `step`, `loss`, `mlm_accuracy`, `nsp_accuracy`
-            (e.g. `HeldoutEvaluation.history`).
+            (None without an NSP head), e.g. `HeldOutEvaluation.history` or
+            `run_pretraining(...)["held_out"]`.
         path: str. The PNG to write (atomically).
         baselines: dict or None. `unigram_accuracy` and `nsp_majority_accuracy`, drawn
-            as dashed lines.
+            as dashed lines (e.g. `HeldOutEvaluation.baselines`, `run_pretraining(...)["baselines"]`).
         title: str. Figure title.
 
     Returns:
@@ -33,7 +34,8 @@ def plot_pretraining_curves(history, path, baselines=None, title="BERT pretraini
     ax_loss.set_ylabel("loss")
     ax_loss.legend()
     ax_acc.plot(steps, [r["mlm_accuracy"] for r in history], marker="o", label="held-out MLM accuracy")
-    ax_acc.plot(steps, [r["nsp_accuracy"] for r in history], marker="s", label="held-out NSP accuracy")
+    if all(r.get("nsp_accuracy") is not None for r in history):
+        ax_acc.plot(steps, [r["nsp_accuracy"] for r in history], marker="s", label="held-out NSP accuracy")
     baselines = baselines or {}
     if "unigram_accuracy" in baselines:
         ax_acc.axhline(baselines["unigram_accuracy"], color="C0", ls="--", label="MLM unigram baseline")

@@ -46,28 +46,29 @@ def test_cli_trains_resumes_and_writes_a_loadable_preset(tmp_path, corpus, capsy
 
 
 def test_cli_and_library_validate_arguments(tmp_path, corpus):
-    from keras_bert_zoo.training.pretraining_run import run_pretraining
+    from keras_bert_zoo.training.pretraining_config import PretrainingConfig
 
     text, vocab = corpus
     with pytest.raises(SystemExit):  # text and TFRecords are exclusive
         pretrain.build_parser().parse_args(["--train-files", text, "--tfrecords", "x",
                                             "--checkpoint-dir", "c", "--output-dir", "o"])
     with pytest.raises(ValueError, match="precision.*'float8'"):
-        run_pretraining("o", "c", train_files=text, vocabulary=vocab, size={"num_layers": 1},
-                        precision="float8")
+        PretrainingConfig("o", "c", train_files=text, vocabulary=vocab, size={"num_layers": 1},
+                          precision="float8")
     with pytest.raises(ValueError, match="needs a `vocabulary`"):
-        run_pretraining("o", "c", train_files=text, size={"num_layers": 1})
+        PretrainingConfig("o", "c", train_files=text, size={"num_layers": 1})
     with pytest.raises(ValueError, match="`steps` must be a positive integer.*steps=0"):
-        run_pretraining("o", "c", train_files=text, vocabulary=vocab, size={"num_layers": 1}, steps=0)
+        PretrainingConfig("o", "c", train_files=text, vocabulary=vocab, size={"num_layers": 1}, steps=0)
     with pytest.raises(ValueError, match=r"custom size needs \['num_heads'"):
-        run_pretraining(str(tmp_path / "o"), str(tmp_path / "c"), train_files=text, vocabulary=vocab,
-                        size={"num_layers": 1}, strategy="cpu")
+        PretrainingConfig(str(tmp_path / "o"), str(tmp_path / "c"), train_files=text, vocabulary=vocab,
+                          size={"num_layers": 1}, strategy="cpu")
 
 
 @pytest.mark.slow
 def test_tfrecords_input_trains_the_records(tmp_path):
     """TFRecords in the original layout → training on exactly those records → preset."""
     from keras_bert_zoo.models.bert_backbone import BertBackbone
+    from keras_bert_zoo.training.pretraining_config import PretrainingConfig
     from keras_bert_zoo.training.pretraining_run import run_pretraining
     from tests.training import tiny
 
@@ -76,10 +77,10 @@ def test_tfrecords_input_trains_the_records(tmp_path):
                 **{k: np.asarray(v) for k, v in batch[1].items()}}
     path = tiny.write_tfrecord(tmp_path / "data.tfrecord", features)
     vocab = tiny.write_placeholder_vocab(tmp_path / "vocab.txt")
-    result = run_pretraining(str(tmp_path / "preset"), str(tmp_path / "ckpt"), tfrecords=path,
-                             vocabulary=str(vocab), size=dict(tiny.TINY), strategy="cpu", steps=3,
-                             warmup_steps=1, batch_size=4, learning_rate=1e-3, save_every=3,
-                             progress=False)
+    result = run_pretraining(PretrainingConfig(
+        str(tmp_path / "preset"), str(tmp_path / "ckpt"), tfrecords=path, vocabulary=str(vocab),
+        size=dict(tiny.TINY), strategy="cpu", steps=3, warmup_steps=1, batch_size=4, learning_rate=1e-3,
+        save_every=3, progress=False))
     assert result["step"] == 3
     model = result["model"]
     # The trained model predicts the records' targets better than the untrained one.

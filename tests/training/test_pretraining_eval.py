@@ -1,5 +1,7 @@
 """Held-out evaluation: exact accuracies and baselines, interval losses, time budget, plot."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -70,7 +72,9 @@ def _logged(log_dir):
 
 
 def test_callback_interval_losses_steps_and_budget(tmp_path):
-    callback = pe.HeldoutEvaluation(BATCHES, every_n_steps=2, log_dir=str(tmp_path / "tb"))
+    evaluate = functools.partial(pe.evaluate_pretraining, batches=BATCHES)
+    callback = pe.HeldOutEvaluation(evaluate, every_n_steps=2, log_dir=str(tmp_path / "tb"),
+                                    baselines={"unigram_accuracy": 0.25})
     callback.set_model(FakeModel())
     callback.on_train_begin()
     losses = [4.0, 2.0, 3.0, 1.0, 5.0]
@@ -80,19 +84,23 @@ def test_callback_interval_losses_steps_and_budget(tmp_path):
     assert [r["step"] for r in callback.history] == [12, 14, 15]
     np.testing.assert_allclose([r["loss"] for r in callback.history], [3.0, 2.0, 5.0])
     assert all(r["mlm_accuracy"] == pytest.approx(5 / 8) for r in callback.history)
-    assert _logged(tmp_path / "tb")["train/loss"] == [(12, 3.0), (14, 2.0), (15, 5.0)]
+    # One TensorBoard tag prefix, `held_out/`: each evaluation and the baselines beside it.
+    logged = _logged(tmp_path / "tb")
+    assert logged["held_out/mlm_accuracy"] == [(12, 0.625), (14, 0.625), (15, 0.625)]
+    assert logged["held_out/unigram_accuracy"] == [(12, 0.25), (14, 0.25), (15, 0.25)]
 
-    budget = pe.HeldoutEvaluation(BATCHES, every_n_steps=100, time_budget=0.0, first_step=0)
+    budget = pe.HeldOutEvaluation(evaluate, every_n_steps=100, time_budget=0.0, step=0)
     model = FakeModel()
     budget.set_model(model)
     budget.on_train_begin()
     budget.on_train_batch_end(0, {"loss": 1.0})
     assert model.stop_training and [r["step"] for r in budget.history] == [1]
+    assert budget.stopped_by_budget
 
 
 def test_argument_checks():
     with pytest.raises(ValueError, match="every_n_steps"):
-        pe.HeldoutEvaluation(BATCHES, every_n_steps=0)
+        pe.HeldOutEvaluation(functools.partial(pe.evaluate_pretraining, batches=BATCHES), every_n_steps=0)
     with pytest.raises(ValueError, match="num_batches"):
         pe.collect_batches(None, 0)
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from keras_bert_zoo.training import pretraining_run
+from keras_bert_zoo.training.pretraining_config import PretrainingConfig
 from keras_bert_zoo.training.pretraining_run import run_pretraining
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -89,10 +90,10 @@ def test_phase_two_continues_phase_one_and_heads_survive_a_preset(tmp_path, corp
     _record_phases(monkeypatch, first, fail_in_phase2=True)
     args, kwargs = _kwargs(tmp_path, corpus, eval_every=2, eval_batches=1, log_dir=str(tmp_path / "logs"))
     with pytest.raises(_Stopped):
-        run_pretraining(*args, **kwargs)
+        run_pretraining(PretrainingConfig(*args, **kwargs))
     second = {}
     _record_phases(monkeypatch, second)
-    result = run_pretraining(*args, **kwargs)
+    result = run_pretraining(PretrainingConfig(*args, **kwargs))
     assert result["step"] == 6 and result["resumed_from"] == 4
     assert (2, "start") in second and (1, "start") not in second  # phase 1 was complete
     assert [r["step"] for r in result["held_out"]] == [6]  # global steps in phase 2 (its own: 2)
@@ -115,15 +116,16 @@ def test_phase_two_continues_phase_one_and_heads_survive_a_preset(tmp_path, corp
     _record_phases(monkeypatch, fresh)
     args2, kwargs2 = _kwargs(tmp_path, corpus, name="from_preset", preset=args[0], load_weights=True,
                              size={}, vocabulary=None, steps=1, phase2_steps=0, phase2_sequence_length=None)
-    again = run_pretraining(*args2, **kwargs2)
+    again = run_pretraining(PretrainingConfig(*args2, **kwargs2))
     assert again["heads_loaded"] == ["mlm", "nsp"]
     trained = {v.path: np.array(v) for v in result["model"].weights}
     _assert_same(fresh[(1, "start")], trained, "from_preset start vs written model")
 
 
 def _config(preset, load_weights=True):
-    return dict(size={}, objective="mlm", preset=preset, precision="float32", nsp=True,
-                load_weights=load_weights, learning_rate=1e-4, warmup_steps=1, steps=10)
+    return PretrainingConfig("o", "c", tfrecords="unused", size={}, objective="mlm", preset=preset,
+                             precision="float32", nsp=True, load_weights=load_weights, learning_rate=1e-4,
+                             warmup_steps=1, steps=10)
 
 
 @pytest.mark.parametrize("layout", ["hf", "google"])
@@ -223,7 +225,7 @@ def test_cli_two_phases_killed_in_phase_two_ends_bitwise_equal(tmp_path, corpus)
 def test_bad_phase_arguments_are_refused_before_training(tmp_path, corpus, overrides, match):
     args, kwargs = _kwargs(tmp_path, corpus, **overrides)
     with pytest.raises(ValueError, match=match):
-        run_pretraining(*args, **kwargs)
+        run_pretraining(PretrainingConfig(*args, **kwargs))
     assert not os.path.exists(args[1])  # nothing started
 
 
@@ -292,10 +294,10 @@ def test_tfrecord_input_runs_phase_two_on_its_own_records(tmp_path, monkeypatch)
         return dataset_fn
 
     monkeypatch.setattr(pretraining_run, "_make_dataset_fn", spy)
-    result = run_pretraining(str(tmp_path / "preset"), str(tmp_path / "ckpt"), tfrecords=paths[0],
-                             phase2_tfrecords=paths[1], vocabulary=str(vocab),
-                             size=dict(tiny.TINY, max_sequence_length=2 * tiny.SEQ), strategy="cpu",
-                             steps=3, phase2_steps=1, warmup_steps=1, batch_size=4, save_every=3, progress=False)
+    result = run_pretraining(PretrainingConfig(
+        str(tmp_path / "preset"), str(tmp_path / "ckpt"), tfrecords=paths[0], phase2_tfrecords=paths[1],
+        vocabulary=str(vocab), size=dict(tiny.TINY, max_sequence_length=2 * tiny.SEQ), strategy="cpu",
+        steps=3, phase2_steps=1, warmup_steps=1, batch_size=4, save_every=3, progress=False))
     assert result["step"] == 3 and lengths == [tiny.SEQ, 2 * tiny.SEQ]
     assert tf.train.latest_checkpoint(str(tmp_path / "ckpt" / "phase2")).endswith("-1")
     assert tf.train.latest_checkpoint(str(tmp_path / "ckpt")).endswith("-2")
