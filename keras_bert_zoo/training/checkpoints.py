@@ -15,9 +15,10 @@ import shutil
 import keras
 import tensorflow as tf
 
-logger = logging.getLogger(__name__)
+from keras_bert_zoo.training.checkpoint_files import (
+    PREFIX, STATE_FILE, complete_checkpoints, read_state, remove_failed_saves, step_of, write_state)
 
-_PREFIX = "ckpt"
+logger = logging.getLogger(__name__)
 
 
 class CheckpointCorruptError(ValueError):
@@ -77,18 +78,46 @@ def validate_checkpoint(prefix):
         ) from error
 
 
-def _remove_orphans(manager):
-    """Deletes files of saves that never completed (a run killed mid-save)."""
-    kept = set(manager.checkpoints)
-    directory = manager.directory
-    for name in os.listdir(directory):
-        path = os.path.join(directory, name)
-        match = re.match(rf"^({re.escape(_PREFIX)}-\d+)(_temp.*|\.index|\.data-.*)$", name)
-        if match and os.path.join(directory, match.group(1)) not in kept:
-            if os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.remove(path)
+def adopt_saves_on_disk(directory, fallback=True):
+    """Makes the `checkpoint` state file of `directory` name its complete saves, if it does not.
+
+    A missing state file (saves copied without it, a run killed inside its first save)
+    or a damaged one (bad bytes, empty, not in the text format) would make TensorFlow
+    see no checkpoint, or fail; the state file is rewritten to name the complete
+    `ckpt-N` saves found by listing the files, oldest first, so the run resumes from the
+    newest and the manager rotates them out as its own. Saves are never deleted here.
+
+    Args:
+        directory: str. The checkpoint directory (this process may write to it).
+        fallback: bool. On a damaged state file, rebuild it (True) or raise.
+
+    Returns:
+        int: the newest step the directory holds (0 if none).
+
+    Raises:
+        CheckpointCorruptError: the state file is damaged and `fallback` is False.
+    """
+    prefixes, problem = read_state(directory)
+    if prefixes is not None:
+        return max(map(step_of, prefixes))
+    on_disk = complete_checkpoints(directory)
+    names = [os.path.basename(p) for p in on_disk]
+    path = os.path.join(directory, STATE_FILE)
+    if problem is not None:
+        message = f"Checkpoint state file {path} is damaged ({problem})."
+        if not fallback:
+            raise CheckpointCorruptError(
+                f"{message} Delete it to resume from the newest complete checkpoint on disk "
+                f"({names[-1] if names else 'none found'}), or pass fallback=True.")
+        logger.warning("%s Rebuilding it from the complete checkpoints on disk: %s.", message, names or "none")
+        if not on_disk:
+            os.remove(path)  # names nothing readable; TensorFlow would fail on it
+    elif on_disk:
+        logger.warning("No checkpoint state file in %s; resuming from the complete checkpoints on disk: %s.",
+                       directory, names)
+    if on_disk:
+        write_state(directory, on_disk)
+    return step_of(on_disk[-1]) if on_disk else 0
 
 
 class TrainingCheckpoint:
@@ -97,7 +126,11 @@ class TrainingCheckpoint:
     Saves are atomic (TensorFlow writes temporary files and only then updates the
     `checkpoint` state file), so a run killed during a save restarts from the previous
     complete checkpoint. Restore validates every tensor before loading any, and falls
-    back to the previous checkpoint when the newest is damaged.
+    back to the previous checkpoint when the newest is damaged. Without a readable
+    `checkpoint` state file (missing, damaged, or `ckpt-N.*` files copied without it) the
+    complete saves on disk are found by listing the files and adopted (see
+    `adopt_saves_on_disk`); a save deletes only what killed saves left, never a complete
+    checkpoint outside `max_to_keep`.
 
     Args:
         directory: str. Where checkpoints live.
@@ -106,7 +139,8 @@ class TrainingCheckpoint:
         iterator: a `tf.data` iterator (stateless ops), a dict of them, or None.
         max_to_keep: int. Checkpoints kept. Defaults to 3.
         fallback: bool. On a damaged newest checkpoint, restore the previous one
-            (True, default) or raise `CheckpointCorruptError`.
+            (True, default) or raise `CheckpointCorruptError`; likewise, on a damaged
+            state file, rebuild it from the saves on disk or raise (here, naming it).
         is_chief: bool. Only the chief writes into `directory`; other workers write to
             a private temporary directory that is removed after each save.
         worker: `(index, count)` of this worker. With more than one worker each holds
@@ -138,6 +172,11 @@ class TrainingCheckpoint:
         self.fallback = bool(fallback)
         self.is_chief = bool(is_chief)
         self.worker_index, self.num_workers = int(worker[0]), int(worker[1])
+        # The newest step each directory we write held at the start: incomplete saves
+        # above it are this run's killed saves, removed after the next save.
+        self._start_steps = {}
+        if self.is_chief:
+            self._start_steps[self.directory] = adopt_saves_on_disk(self.directory, self.fallback)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         parts = {"model": model, "optimizer": optimizer, "step": self.step,
                  "seed_states": seed_generator_states(model)}
@@ -145,15 +184,16 @@ class TrainingCheckpoint:
         if iterator is not None and self.num_workers > 1:
             # One more kept than the main checkpoints: a kill between the two saves
             # leaves the data checkpoint of the previous main one in place.
+            data_dir = self._data_dir(self.worker_index)
+            self._start_steps[data_dir] = adopt_saves_on_disk(data_dir, self.fallback)
             self.data_manager = tf.train.CheckpointManager(
-                tf.train.Checkpoint(iterator=iterator), self._data_dir(self.worker_index),
-                max_to_keep=max_to_keep + 1, checkpoint_name=_PREFIX)
+                tf.train.Checkpoint(iterator=iterator), data_dir, max_to_keep=max_to_keep + 1, checkpoint_name=PREFIX)
         elif iterator is not None:
             parts["iterator"] = iterator
         self.checkpoint = tf.train.Checkpoint(**parts)
         write_dir = self.directory if self.is_chief else self._worker_dir()
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, write_dir, max_to_keep=max_to_keep, checkpoint_name=_PREFIX
+            self.checkpoint, write_dir, max_to_keep=max_to_keep, checkpoint_name=PREFIX
         )
 
     def _data_dir(self, index):
@@ -163,25 +203,28 @@ class TrainingCheckpoint:
         return os.path.join(self.directory, f"_worker_tmp_{os.getpid()}")
 
     def save(self):
-        """Writes a checkpoint numbered by the current step; returns its prefix."""
+        """Writes a checkpoint numbered by the current step; returns its prefix.
+
+        Then removes what killed saves left (scratch files, incomplete saves newer than
+        the directory's newest at the start); complete checkpoints go only by `max_to_keep`.
+        """
         step = int(self.step.numpy())
+        managers = [self.data_manager] if self.data_manager is not None else []
+        managers += [self.manager] if self.is_chief else []
         if self.data_manager is not None:
             self.data_manager.save(checkpoint_number=step)
-            _remove_orphans(self.data_manager)
         path = self.manager.save(checkpoint_number=step)
-        if self.is_chief:
-            _remove_orphans(self.manager)
-        else:
+        for manager in managers:
+            remove_failed_saves(manager.directory, manager.checkpoints, self._start_steps[manager.directory])
+        if not self.is_chief:
             shutil.rmtree(self._worker_dir(), ignore_errors=True)
         return path
 
     def checkpoints(self):
-        """Complete checkpoints in the directory, oldest first."""
-        state = tf.train.get_checkpoint_state(self.directory)
-        if state is None:
-            return []
-        return [p if os.path.isabs(p) else os.path.join(self.directory, p)
-                for p in state.all_model_checkpoint_paths]
+        """Checkpoints in the directory, oldest first: those the state file names, or
+        (without a readable state file) the complete `ckpt-N` saves found on disk."""
+        prefixes, _ = read_state(self.directory)
+        return prefixes if prefixes is not None else complete_checkpoints(self.directory)
 
     def restore(self):
         """Restores the newest readable checkpoint; returns the restored step (0 if none).
