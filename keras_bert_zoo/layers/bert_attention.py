@@ -41,17 +41,11 @@ class BertAttention(keras.layers.Layer):
         self.num_heads = num_heads
         self.dropout = dropout
         self.causal = bool(causal)
-        dense = dict(
-            kernel_initializer=bert_initializer(), dtype=self.dtype_policy
-        )
-        self.query_dense = keras.layers.Dense(1, name="query", **dense)
-        self.key_dense = keras.layers.Dense(1, name="key", **dense)
-        self.value_dense = keras.layers.Dense(1, name="value", **dense)
+        # The Q/K/V projections are as wide as the input: `build` creates them.
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, x_shape, padding_mask_shape=None):
-        input_shape = x_shape
-        hidden_dim = input_shape[-1]
+        hidden_dim = x_shape[-1]
         if hidden_dim % self.num_heads != 0:
             raise ValueError(
                 "`num_heads` must divide the hidden width. Received: "
@@ -59,9 +53,15 @@ class BertAttention(keras.layers.Layer):
             )
         self.hidden_dim = hidden_dim
         self.head_dim = hidden_dim // self.num_heads
+        # One initializer each: a shared seeded initializer would start Q, K and V equal.
+        self.query_dense, self.key_dense, self.value_dense = (
+            keras.layers.Dense(
+                hidden_dim, kernel_initializer=bert_initializer(), dtype=self.dtype_policy, name=name
+            )
+            for name in ("query", "key", "value")
+        )
         for dense in (self.query_dense, self.key_dense, self.value_dense):
-            dense.units = hidden_dim
-            dense.build(input_shape)
+            dense.build(x_shape)
         self.built = True
 
     def _split_heads(self, x):

@@ -35,16 +35,25 @@ class MaskedLMHead(keras.layers.Layer):
         self.token_embedding = token_embedding
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
+        # The transform keeps the hidden width, the embeddings' `output_dim`.
         self.transform_dense = keras.layers.Dense(
-            1, kernel_initializer=bert_initializer(), dtype=self.dtype_policy, name="transform_dense"
+            token_embedding.output_dim,
+            kernel_initializer=bert_initializer(),
+            dtype=self.dtype_policy,
+            name="transform_dense",
         )
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype="float32", name="transform_layer_norm"
         )
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
-        hidden_dim = sequence_output_shape[-1]
-        self.transform_dense.units = hidden_dim
+        hidden_dim = self.token_embedding.output_dim
+        if sequence_output_shape[-1] not in (None, hidden_dim):
+            raise ValueError(
+                "`sequence_output` must be as wide as the tied embeddings. Received: "
+                f"width {sequence_output_shape[-1]}, token_embedding.output_dim={hidden_dim}. "
+                "Pass the backbone's own `token_embedding`."
+            )
         self.transform_dense.build((None, None, hidden_dim))
         self.layer_norm.build((None, None, hidden_dim))
         self.output_bias = self.add_weight(

@@ -82,13 +82,12 @@ class TransformerEncoder(keras.layers.Layer):
         self.attention = BertAttention(
             num_heads, self.attention_dropout, causal=self.causal, dtype=policy, name="attention"
         )
-        self.attention_output_dense = self._dense(1, "attention_output")
+        # The two projections back to the input width are created by `build`.
         self.attention_dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="attention_output_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype="float32", name="attention_layer_norm"
         )
         self.intermediate_dense = self._dense(intermediate_dim, "intermediate")
-        self.output_dense = self._dense(1, "output")
         self.output_dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype="float32", name="output_layer_norm"
@@ -100,16 +99,15 @@ class TransformerEncoder(keras.layers.Layer):
         )
 
     def build(self, x_shape, padding_mask_shape=None):
-        input_shape = x_shape
-        hidden_dim = input_shape[-1]
-        self.attention.build(input_shape)
-        self.attention_output_dense.units = hidden_dim
-        self.attention_output_dense.build(input_shape)
-        self.attention_layer_norm.build(input_shape)
-        self.intermediate_dense.build(input_shape)
-        self.output_dense.units = hidden_dim
-        self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_dim,))
-        self.output_layer_norm.build(input_shape)
+        hidden_dim = x_shape[-1]
+        self.attention.build(x_shape)
+        self.attention_output_dense = self._dense(hidden_dim, "attention_output")
+        self.attention_output_dense.build(x_shape)
+        self.attention_layer_norm.build(x_shape)
+        self.intermediate_dense.build(x_shape)
+        self.output_dense = self._dense(hidden_dim, "output")
+        self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))
+        self.output_layer_norm.build(x_shape)
         self.built = True
 
     def call(self, x, padding_mask=None, training=None):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from keras_bert_zoo.layers import TransformerEncoder
+from keras_bert_zoo.utils.keras_internals import flatten_layers
 from tests.helpers import assert_config_round_trip, assert_mixed_precision
 from tests.models import numpy_bert
 from tests.models.randomize import randomize_weights
@@ -101,3 +102,24 @@ def test_heads_must_divide_width():
     layer = TransformerEncoder(num_heads=3, intermediate_dim=8)
     with pytest.raises(ValueError, match="hidden_dim=16, num_heads=3"):
         layer.build((None, None, 16))
+
+
+def test_layers_create_their_dense_layers_at_full_width_in_build():
+    # Issue 19 item 7: no Dense(1) whose `units` is patched later.
+    layer = TransformerEncoder(num_heads=2, intermediate_dim=24)
+    dense = [s for s in flatten_layers(layer) if isinstance(s, keras.layers.Dense)]
+    assert [d.units for d in dense] == [24]  # only the intermediate width is known before build
+    layer.build((None, None, 16))
+    shapes = {
+        "query": (16, 16), "key": (16, 16), "value": (16, 16),
+        "attention_output": (16, 16), "intermediate": (16, 24), "output": (24, 16),
+    }
+    for name, shape in shapes.items():
+        (found,) = [d for d in flatten_layers(layer) if d.name == name]
+        assert tuple(found.kernel.shape) == shape and found.units == shape[1]
+    # R50: Q, K and V shared one seeded initializer and started equal.
+    attention = layer.attention
+    q, k, v = (np.array(d.kernel) for d in (attention.query_dense, attention.key_dense, attention.value_dense))
+    assert not np.array_equal(q, k) and not np.array_equal(k, v) and not np.array_equal(q, v)
+    for kernel in (q, k, v):
+        assert 0.015 < kernel.std() < 0.025  # each the original's truncated normal(0.02)
