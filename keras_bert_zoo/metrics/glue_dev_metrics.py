@@ -1,6 +1,7 @@
 """`GlueDevMetrics`: a task's official metrics over the whole dev set after every epoch."""
 
 import logging
+import time
 
 import keras
 import numpy as np
@@ -45,9 +46,11 @@ class GlueDevMetrics(keras.callbacks.Callback):
         self.prefix = prefix
         self.report = report
         self.history = []
-        self.predictions = None
+        self.predictions = None  # the last epoch's outputs for the dev rows, in their order
+        self.seconds = 0.0  # time spent predicting and scoring (to tell training time apart)
 
     def on_epoch_end(self, epoch, logs=None):
+        start = time.perf_counter()
         self.predictions = np.asarray(self.model.predict(self.x, batch_size=self.batch_size, verbose=0))
         metrics = glue_metrics(self.task, self.y, self.predictions)
         self.history.append({"epoch": epoch + 1, **metrics})
@@ -57,3 +60,4 @@ class GlueDevMetrics(keras.callbacks.Callback):
         logger.info(line)
         if self.report is not None:
             self.report(line)
+        self.seconds += time.perf_counter() - start

@@ -1,0 +1,120 @@
+"""`FinetuningConfig`: every setting of one fine-tuning run, validated in one place.
+
+One field per `tools/finetune.py` flag, with its default. `run_finetuning(config)` runs
+it; building the config checks every value and that every input file exists, so a bad
+flag fails before anything is read, built or written, naming the flag.
+"""
+
+import dataclasses
+import os
+
+from keras_bert_zoo.data.glue import GLUE_TASKS
+
+TASKS = GLUE_TASKS + ("swag",)
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+TFDS_PREFIX = "tfds:"  # `--train-file tfds:train`: the task's GLUE split from tensorflow-datasets
+
+
+def flag(field):
+    """The command-line flag of a config field: `train_file` -> `--train-file`."""
+    return "--" + field.replace("_", "-")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningConfig:
+    """The settings of a fine-tuning run: one task, its files, a preset, the recipe.
+
+    Data files are the task's own as distributed (GLUE TSVs, SWAG CSVs; see
+    `keras_bert_zoo.data.glue` and `.swag`), or `"tfds:<split>"` for a GLUE split that
+    tensorflow-datasets prepared under `tfds_data_dir` (e.g. `"tfds:validation_matched"`).
+    Any sentence-polarity data in SST-2's layout (`sentence<TAB>label`, a header row)
+    runs as `task="sst2"`; `keras_bert_zoo.data.polarity.write_polarity_tsv` writes the
+    Rotten Tomatoes snippets so.
+
+    Raises:
+        ValueError: a setting is out of range, contradicts another or names a missing
+            file; the message names the flag.
+
+    Examples:
+    >>> config = FinetuningConfig("mrpc", "MRPC/train.tsv", "MRPC/dev.tsv",
+    ...                           "bert_base_en_uncased", "runs/mrpc", epochs=3)
+    """
+
+    task: str  # one of TASKS: the nine GLUE tasks or "swag"
+    train_file: str  # training data (the task's file as distributed, or "tfds:<split>")
+    dev_file: str  # labelled dev set, scored with the task's official metrics after every epoch
+    preset: str  # checkpoint to start from: registry name, our/Google/HF directory, zip or ckpt
+    output_dir: str  # results.json, dev_predictions.tsv, preset/, GLUE's submission file
+    test_file: str = None  # unlabelled test set: GLUE's submission file (SWAG: test_predictions.tsv)
+    dev_mismatched_file: str = None  # MNLI only: the mismatched dev set, scored too
+    epochs: int = 3  # passes over the training data
+    batch_size: int = 32  # global batch size (summed over replicas)
+    learning_rate: float = 5e-5  # peak learning rate (the paper's grid: 5e-5, 4e-5, 3e-5, 2e-5)
+    warmup_ratio: float = 0.1  # share of the run's steps with linear warm-up (then linear decay to 0)
+    sequence_length: int = 128  # tokens per input, [CLS]/[SEP] included; longer rows are truncated
+    seed: int = 12345  # head initialisation, dropout and data order
+    max_train_examples: int = None  # use only the first N training rows (None: all)
+    strategy: str = "auto"  # see `keras_bert_zoo.get_strategy`
+    precision: str = "float32"  # one of PRECISIONS
+    lowercase: bool = None  # None: the preset's casing; a value that contradicts it is refused
+    tfds_data_dir: str = None  # where "tfds:<split>" datasets were prepared (None: tfds's default)
+    skip_malformed: bool = False  # drop malformed rows (counted in the log) instead of failing
+    progress: bool = True  # a progress bar per epoch and the dev metrics printed after each
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"{flag('task')}: unknown task. Received: task={self.task!r}. Use one of {TASKS}.")
+        for name in ("epochs", "batch_size", "sequence_length"):
+            self._check_int(name, minimum=1)
+        self._check_int("seed", minimum=0)
+        if self.max_train_examples is not None:
+            self._check_int("max_train_examples", minimum=1)
+        if not isinstance(self.learning_rate, (int, float)) or not self.learning_rate > 0:
+            raise ValueError(f"{flag('learning_rate')} must be positive. Received: learning_rate={self.learning_rate!r}.")
+        if not isinstance(self.warmup_ratio, (int, float)) or not 0.0 <= self.warmup_ratio <= 1.0:
+            raise ValueError(f"{flag('warmup_ratio')} must be in [0, 1]. Received: warmup_ratio={self.warmup_ratio!r}.")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"{flag('precision')}: unknown precision. Received: precision={self.precision!r}. "
+                             f"Use one of {PRECISIONS}.")
+        from keras_bert_zoo.training.distribute import STRATEGIES
+
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"{flag('strategy')}: unknown strategy. Received: strategy={self.strategy!r}. "
+                             f"Use one of {STRATEGIES}.")
+        if self.dev_mismatched_file is not None and self.task != "mnli":
+            raise ValueError(f"{flag('dev_mismatched_file')} is MNLI's. Received it with task={self.task!r}.")
+        for name in ("train_file", "dev_file", "test_file", "dev_mismatched_file"):
+            self._check_source(name)
+        if not isinstance(self.preset, str) or not self.preset:
+            raise ValueError(f"{flag('preset')} is required (a preset name or path). Received: preset={self.preset!r}.")
+        if os.path.isfile(self.output_dir):
+            raise ValueError(f"{flag('output_dir')} is a file, not a directory. Received: {self.output_dir!r}.")
+
+    def _check_int(self, name, minimum):
+        value = getattr(self, name)
+        if not _is_int(value) or value < minimum:
+            raise ValueError(f"{flag(name)} must be an integer >= {minimum}. Received: {name}={value!r}.")
+
+    def _check_source(self, name):
+        value = getattr(self, name)
+        if value is None and name in ("test_file", "dev_mismatched_file"):
+            return
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{flag(name)} is required. Received: {name}={value!r}.")
+        if value.startswith(TFDS_PREFIX):
+            if self.task == "swag":
+                raise ValueError(f"{flag(name)}: tensorflow-datasets has no SWAG (only hellaswag). "
+                                 f"Received: {name}={value!r}. Give SWAG's CSV file.")
+            if not value[len(TFDS_PREFIX):]:
+                raise ValueError(f"{flag(name)}: name a tfds split after 'tfds:'. Received: {name}={value!r}.")
+        elif not os.path.isfile(value):
+            raise ValueError(f"{flag(name)}: no such file. Received: {name}={value!r}.")
+
+    def is_tfds(self, name):
+        """Whether the data field `name` names a tensorflow-datasets split."""
+        value = getattr(self, name)
+        return value is not None and value.startswith(TFDS_PREFIX)

@@ -1,0 +1,144 @@
+"""tools/finetune.py end to end on tiny fixture files and a tiny preset; flags refused early."""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.data import glue_fixtures
+from tools import finetune
+
+WORDS = ("a good great fine film movie bad dull awful boring it is was the and plot of ok man woman eats "
+         "eating someone sleeps cat dog sits runs").split()
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+POSITIVE = ["a good film", "a great movie", "it is fine", "the plot is great", "good and fine", "a great film"]
+NEGATIVE = ["a bad film", "a dull movie", "it is awful", "the plot is boring", "bad and dull", "an awful film"]
+
+
+def _tiny_preset(directory, name="tiny_preset", tokens=None):
+    from keras_bert_zoo.models.bert_backbone import BertBackbone
+    from keras_bert_zoo.weights.loading import save_to_preset
+
+    tokens = tokens or SPECIALS + list(WORDS) + [".", ","]
+    backbone = BertBackbone(vocabulary_size=len(tokens), num_layers=2, num_heads=2, hidden_dim=16,
+                            intermediate_dim=32, max_sequence_length=32)
+    return save_to_preset(backbone, os.path.join(str(directory), name), vocabulary=tokens)
+
+
+def _sst2(tmp_path):
+    rows = [(t, 1) for t in POSITIVE] + [(t, 0) for t in NEGATIVE]
+    train = "sentence\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows)
+    dev = "sentence\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows[::3])
+    test = "index\tsentence\n0\ta good movie\n1\tan awful plot\n"
+    return [glue_fixtures.write(tmp_path, "sst2", s, t) for s, t in (("train", train), ("dev", dev), ("test", test))]
+
+
+@pytest.fixture(scope="module")
+def preset(tmp_path_factory):
+    return _tiny_preset(tmp_path_factory.mktemp("presets"))
+
+
+def _argv(task, train, dev, preset, out, *more):
+    return ["--task", task, "--train-file", train, "--dev-file", dev, "--preset", preset, "--output-dir", out,
+            "--epochs", "1", "--batch-size", "4", "--learning-rate", "1e-3", "--sequence-length", "16",
+            "--seed", "1", "--no-progress", *more]
+
+
+def test_sst2_run_writes_results_predictions_preset_and_submission(tmp_path, preset):
+    from keras_bert_zoo.data.glue import read_glue
+    from keras_bert_zoo.models.bert_classifier import BertClassifier
+
+    train, dev, test = _sst2(tmp_path)
+    out = str(tmp_path / "run")
+    results = finetune.main(_argv("sst2", train, dev, preset, out, "--test-file", test,
+                                  "--max-train-examples", "10"))
+    saved = json.load(open(os.path.join(out, "results.json")))
+    assert saved == results and saved["task"] == "sst2" and saved["train_examples"] == 10
+    assert set(saved["dev"]) == {"accuracy"} and len(saved["dev_per_epoch"]) == 1
+    assert saved["seconds"] > 0 and saved["train_examples_per_second"] > 0
+    with open(os.path.join(out, "dev_predictions.tsv")) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    assert [r["label"] for r in rows] == ["positive", "positive", "negative", "negative"]
+    accuracy = np.mean([r["prediction"] == r["label"] for r in rows])
+    assert saved["dev"]["accuracy"] == pytest.approx(accuracy)
+    submission = open(os.path.join(out, "SST-2.tsv")).read().splitlines()
+    assert submission[0] == "index\tprediction" and [r.split("\t")[0] for r in submission[1:]] == ["0", "1"]
+    # The preset reloads into the same classifier: its predictions are the files'.
+    reloaded = BertClassifier.from_preset(os.path.join(out, "preset"))
+    x = read_glue("sst2", dev)[0] + read_glue("sst2", test)[0]
+    class_ids = reloaded.predict(x, verbose=0).argmax(-1)
+    assert [reloaded.labels[i] for i in class_ids[:4]] == [r["prediction"] for r in rows]
+    assert [r.split("\t")[1] for r in submission[1:]] == [str(i) for i in class_ids[4:]]
+
+
+def test_mnli_pairs_score_matched_and_mismatched_dev_sets(tmp_path, preset):
+    train = glue_fixtures.write(tmp_path, "mnli", "dev")
+    out = str(tmp_path / "mnli")
+    results = finetune.main(_argv("mnli", train, train, preset, out, "--dev-mismatched-file", train))
+    assert set(results["dev"]) == {"accuracy"} and results["dev"] == results["dev_mismatched"]
+    lines = open(os.path.join(out, "dev_mismatched_predictions.tsv")).read().splitlines()
+    assert lines[0] == "index\tprediction\tlabel" and [r.split("\t")[2] for r in lines[1:]] == [
+        "neutral", "contradiction"]
+
+
+def test_bad_flags_are_refused_before_any_work_naming_the_flag(tmp_path, preset):
+    train, dev, _ = _sst2(tmp_path)
+    out = str(tmp_path / "never")
+    with pytest.raises(ValueError, match=r"--train-file: no such file"):
+        finetune.main(_argv("sst2", str(tmp_path / "missing.tsv"), dev, preset, out))
+    with pytest.raises(SystemExit):
+        finetune.main(_argv("sst3", train, dev, preset, out))
+    with pytest.raises(ValueError, match=r"--dev-mismatched-file is MNLI's"):
+        finetune.main(_argv("sst2", train, dev, preset, out, "--dev-mismatched-file", dev))
+    with pytest.raises(ValueError, match=r"--epochs must be an integer >= 1"):
+        finetune.main(_argv("sst2", train, dev, preset, out, "--epochs", "0"))
+    with pytest.raises(ValueError, match=r"--no-lowercase contradicts the preset"):
+        finetune.main(_argv("sst2", train, dev, preset, out, "--no-lowercase"))
+    # A directory named "uncased" holding a cased vocabulary (its words capitalised).
+    cased = SPECIALS + [w.capitalize() for w in WORDS]
+    mismatched = _tiny_preset(tmp_path, "tiny_uncased", cased)
+    with pytest.raises(ValueError, match=r"--preset: .* reads as uncased .* but its vocabulary is cased"):
+        finetune.main(_argv("sst2", train, dev, mismatched, out))
+    with pytest.raises(ValueError, match=r"--dev-file: .*sst2_test.tsv' has no labels"):
+        finetune.main(_argv("sst2", train, str(tmp_path / "sst2_test.tsv"), preset, out))
+    assert not os.path.exists(out)
+
+
+def test_tool_task_choices_are_the_configs():
+    from keras_bert_zoo.training.finetuning_config import TASKS
+
+    assert finetune.TASKS == TASKS
+
+
+def test_swag_multiple_choice_run(tmp_path, preset):
+    swag = glue_fixtures.write(tmp_path, "swag", "train")
+    out = str(tmp_path / "swag")
+    results = finetune.main(_argv("swag", swag, swag, preset, out, "--test-file", swag))
+    assert set(results["dev"]) == {"accuracy"} and results["train_examples"] == 2
+    dev = open(os.path.join(out, "dev_predictions.tsv")).read().splitlines()
+    assert [r.split("\t")[2] for r in dev[1:]] == ["0", "3"]
+    test = open(os.path.join(out, "test_predictions.tsv")).read().splitlines()
+    assert [r.split("\t")[1] for r in test[1:]] == [r.split("\t")[1] for r in dev[1:]]
+
+
+def test_tfds_splits_read_as_the_files_do(tmp_path, preset):
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    from keras_bert_zoo.training import finetuning_run
+    from keras_bert_zoo.training.finetuning_config import FinetuningConfig
+
+    features = tfds.features.FeaturesDict({"sentence": tfds.features.Text(), "idx": tf.int32,
+                                           "label": tfds.features.ClassLabel(names=["negative", "positive"])})
+    rows = [{"sentence": t, "label": 1 - i // 6, "idx": i} for i, t in enumerate(POSITIVE + NEGATIVE)]
+    tfds.dataset_builders.store_as_tfds_dataset(
+        name="glue", version="2.0.0", config="sst2", data_dir=str(tmp_path), features=features,
+        split_datasets={"train": list(enumerate(rows))})
+    config = FinetuningConfig("sst2", "tfds:train", "tfds:train", preset, str(tmp_path / "out"),
+                              tfds_data_dir=str(tmp_path))
+    x, y, ids = finetuning_run._read(config, "train_file", labelled=True)
+    assert x == POSITIVE + NEGATIVE and y.tolist() == [1] * 6 + [0] * 6 and ids == [str(i) for i in range(12)]
+    with pytest.raises(ValueError, match="--test-file: tensorflow-datasets has no SWAG"):
+        FinetuningConfig("swag", __file__, __file__, preset, str(tmp_path), test_file="tfds:test")

