@@ -136,7 +136,7 @@ class SpanExtractorPreprocessor(keras.layers.Layer):
         return outputs
 
     def call(self, x, y=None, sample_weight=None):
-        questions, contexts = _as_pair(x)
+        questions, contexts = as_pairs(x)
         features = self.windows(questions, contexts, y)
         inputs = {key: features[key] for key in ("token_ids", "segment_ids", "padding_mask")}
         if y is None:
@@ -174,24 +174,31 @@ class SpanExtractorPreprocessor(keras.layers.Layer):
         return cls(**config)
 
     @classmethod
-    def from_preset(cls, preset, sequence_length=384, doc_stride=128, max_query_length=64, lowercase=None, **kwargs):
+    def from_preset(cls, preset, sequence_length=384, doc_stride=128, max_query_length=None, lowercase=None,
+                    **kwargs):
         """Builds the preprocessor with the preset's vocabulary and casing.
 
         Args:
             preset: str. A registry name/alias or a local checkpoint directory or zip.
-            sequence_length, doc_stride, max_query_length: see the class.
+            sequence_length: int. Defaults to 384.
+            doc_stride: int. Defaults to 128.
+            max_query_length: int or None. None: 64 (the original's), or half of
+                `sequence_length` when that is less.
             lowercase: bool or None. None uses the preset's casing (see
                 `BertPreprocessor.from_preset`).
-            **kwargs: more `BertTokenizer` arguments.
+            **kwargs: more `BertTokenizer` arguments (`truncate` is accepted and unused).
         """
         from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 
+        kwargs.pop("truncate", None)  # windows never truncate a context
+        if max_query_length is None:
+            max_query_length = min(64, sequence_length // 2)
         # One place resolves a preset's vocabulary and casing: BertPreprocessor's.
         tokenizer = BertPreprocessor.from_preset(preset, lowercase=lowercase, **kwargs).tokenizer
         return cls(tokenizer, sequence_length, doc_stride, max_query_length)
 
 
-def _as_pair(x):
+def as_pairs(x):
     """`(questions, contexts)` or a list of `(question, context)` pairs -> two batches."""
     if isinstance(x, list) and x and all(isinstance(item, (tuple, list)) and len(item) == 2 for item in x):
         x = tuple(list(column) for column in zip(*x))
