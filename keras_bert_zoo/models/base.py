@@ -1,8 +1,12 @@
-"""Base classes: `Backbone` (pure architecture + presets) and `Task` (heads, losses, compile)."""
+"""Base class `Backbone`: pure architecture, presets, and the weights it declares.
+
+(`Task`, the base of models with heads, is in `models/task.py`.)
+"""
 
 import keras
 
 from keras_bert_zoo import presets
+from keras_bert_zoo.weights import mapping
 
 
 class Backbone(keras.Model):
@@ -11,6 +15,15 @@ class Backbone(keras.Model):
     Subclasses build their graph in `__init__`, store every constructor argument
     under the same name and return them from `get_config()`.
     """
+
+    def declared_variables(self):
+        """`{canonical name: variable}` of every weight, under the checkpoints' names.
+
+        The weight loaders and writers map checkpoint tensors onto this declaration
+        (Google's TF1 names, `weights/mapping.py`); a backbone of another layout
+        overrides it.
+        """
+        return mapping.backbone_targets(self)
 
     def get_config(self):
         # The functional graph is rebuilt by `__init__`; only arguments are config.
@@ -47,21 +60,3 @@ class Backbone(keras.Model):
 
             loading.load_backbone_weights(model, preset)
         return model
-
-
-class Task(keras.Model):
-    """A model made of a backbone plus task heads, owning losses, metrics and `compile()`.
-
-    `task.preprocessor` is a preprocessing layer mapping raw inputs to the backbone's
-    inputs, or `None` when the caller feeds ids.
-    """
-
-    preprocessor = None
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        for key in ("backbone", "preprocessor"):
-            if isinstance(config.get(key), dict):
-                config[key] = keras.saving.deserialize_keras_object(config[key])
-        return cls(**config)

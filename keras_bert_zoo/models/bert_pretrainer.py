@@ -4,10 +4,11 @@ import keras
 
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.masked_lm_head import MaskedLMHead
-from keras_bert_zoo.models.base import Task
 from keras_bert_zoo.models.bert_backbone import BertBackbone
+from keras_bert_zoo.models.task import Task
 from keras_bert_zoo.training import losses
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay
+from keras_bert_zoo.weights import mapping
 from keras_bert_zoo.utils import keras_internals
 
 OBJECTIVES = ("mlm", "ltr")
@@ -124,6 +125,13 @@ class BertPretrainer(Task):
         if nsp:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+
+    def head_variables(self):
+        """The MLM head's (`cls/predictions/*`) and the NSP head's (`cls/seq_relationship/*`) variables."""
+        variables = mapping.mlm_head_targets(self.mlm_head)
+        if self.nsp_head is not None:
+            variables.update(mapping.nsp_head_targets(self.nsp_head))
+        return variables
 
     # === Losses and metrics ===
     def _lm_targets(self, x, y, y_pred):

@@ -115,6 +115,19 @@ class BertPreprocessor(keras.layers.Layer):
         outputs = self._packer(ids)
         return keras.utils.pack_x_y_sample_weight(outputs, y, sample_weight)
 
+    def truncated_rows(self, x):
+        """Whether each input is longer than `sequence_length` (`call` truncates it).
+
+        Returns:
+            bool tensor (batch,); all False when `sequence_length` is None.
+        """
+        segments = _as_segments(x)
+        lengths = [self.tokenizer.tokenize(s).row_lengths() for s in segments]
+        total = sum(lengths) + 1 + len(segments)  # [CLS] and one [SEP] per segment
+        if self.sequence_length is None:
+            return total < 0
+        return total > self.sequence_length
+
     def compute_output_spec(self, x, y=None, sample_weight=None):
         first = _as_segments(x)[0]
         batch = tuple(first.shape)[:1] if getattr(first, "shape", None) is not None else ()

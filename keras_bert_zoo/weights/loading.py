@@ -97,35 +97,66 @@ def load_backbone_weights(backbone, preset):
     Returns:
         dict with `source`, `loaded` (tensor count) and `unused_heads`.
     """
-    return _load(mapping.backbone_targets(backbone), preset)
+    return _load(backbone.declared_variables(), preset)
 
 
-def pretrainer_targets(pretrainer):
-    """`{canonical name: variable}` of a pretrainer: backbone, MLM head and NSP head."""
-    mlm_head = pretrainer.mlm_head
-    if not mlm_head.built:
-        raise ValueError("The pretrainer's `mlm_head` is not built; call the pretrainer once first.")
-    targets = mapping.backbone_targets(pretrainer.backbone)
-    targets.update(mapping.mlm_head_targets(mlm_head))
-    if getattr(pretrainer, "nsp_head", None) is not None:
-        targets.update(mapping.nsp_head_targets(pretrainer.nsp_head))
-    return targets
+MISSING_HEADS = ("warn", "error", "fresh")
 
 
-def _drop_absent_heads(targets, tensors, source, missing_heads):
-    """Removes heads that the checkpoint lacks entirely (e.g. a bare `BertModel`)."""
-    absent = []
-    for head in ("mlm", "nsp"):
+def _head_fits(names, targets, tensors):
+    return all(mapping.to_keras_layout(n, tensors[n]).shape == tuple(targets[n].shape) for n in names)
+
+
+def _drop_unloadable_heads(targets, tensors, source, missing_heads):
+    """Removes the declared heads that the checkpoint lacks entirely (a bare `BertModel`,
+    or a pretrained checkpoint for a task head) or has with other shapes (another task's
+    head: e.g. a 3-class classifier for a 2-class task). A head partly present stays,
+    so that the assignment names its missing tensors."""
+    absent, other_shape = [], []
+    for head in sorted({mapping.head_of(n) for n in targets} - {None}):
         names = [n for n in targets if mapping.head_of(n) == head]
-        if names and not any(n in tensors for n in names):
-            absent.append(head)
-            for name in names:
-                del targets[name]
-    if absent and missing_heads == "error":
-        raise ValueError(f"The checkpoint {source} has no {' and no '.join(absent)} head weights.")
+        present = [n for n in names if n in tensors]
+        if present and (len(present) < len(names) or _head_fits(names, targets, tensors)):
+            continue
+        (other_shape if present else absent).append(head)
+        for name in names:
+            del targets[name]
+    if missing_heads == "error" and (absent or other_shape):
+        raise ValueError(f"The checkpoint {source} has no {' and no '.join(absent + other_shape)} head weights.")
     if absent:
-        logger.warning("The checkpoint %s has no %s head: left randomly initialised.", source, "/".join(absent))
+        level = logging.INFO if missing_heads == "fresh" else logging.WARNING
+        logger.log(level, "The checkpoint %s has no %s head: left randomly initialised.", source, "/".join(absent))
+    for head in other_shape:
+        logger.warning(
+            "The %s head of %s has other shapes than this model's (another task's head): left "
+            "randomly initialised.", head, source,
+        )
     return targets
+
+
+def assign_declared_weights(model, tensors, source, missing_heads="warn"):
+    """Assigns checkpoint tensors to the variables a model declares (`declared_variables()`).
+
+    The backbone must be complete. A head is loaded whole or not at all: one absent
+    from the checkpoint, or there with other shapes, is left as initialised (see
+    `missing_heads`); one partly present is an error naming the missing tensors.
+
+    Args:
+        model: a `Backbone` or `Task` (anything with `declared_variables()`).
+        tensors: dict `{canonical name: array}`, from `read_preset_tensors`.
+        source: str. Where the tensors come from, for messages.
+        missing_heads: str. A declared head the checkpoint lacks: `"warn"` (a warning;
+            default), `"fresh"` (an info line: expected for a new task head) or
+            `"error"`.
+
+    Returns:
+        dict as `load_backbone_weights`, plus `heads`: the heads loaded, sorted.
+    """
+    if missing_heads not in MISSING_HEADS:
+        raise ValueError(f"`missing_heads` must be one of {MISSING_HEADS}. Received: missing_heads={missing_heads!r}.")
+    targets = _drop_unloadable_heads(dict(model.declared_variables()), tensors, source, missing_heads)
+    heads = sorted({mapping.head_of(n) for n in targets} - {None})
+    return dict(_assign(targets, tensors, source), heads=heads)
 
 
 def load_pretrainer_weights(pretrainer, preset, missing_heads="warn"):
@@ -135,8 +166,7 @@ def load_pretrainer_weights(pretrainer, preset, missing_heads="warn"):
     is an error naming the missing tensors.
 
     Args:
-        pretrainer: `keras_bert_zoo.models.bert_pretrainer.BertPretrainer` (anything with
-            `.backbone`, `.mlm_head` and optional `.nsp_head`).
+        pretrainer: `keras_bert_zoo.models.bert_pretrainer.BertPretrainer`.
         preset: str or dict. Registry name, entry dict or local path.
         missing_heads: str. A head the checkpoint lacks entirely (a bare `BertModel`
             save): `"warn"` (one log line, head left random; default) or `"error"`.
@@ -145,12 +175,8 @@ def load_pretrainer_weights(pretrainer, preset, missing_heads="warn"):
         dict as `load_backbone_weights`, plus `heads`: the heads loaded (`"mlm"`,
         `"nsp"`), in that order.
     """
-    if missing_heads not in ("warn", "error"):
-        raise ValueError(f"`missing_heads` must be 'warn' or 'error'. Received: missing_heads={missing_heads!r}.")
     tensors, source = read_preset_tensors(preset)
-    targets = _drop_absent_heads(pretrainer_targets(pretrainer), tensors, source, missing_heads)
-    heads = [h for h in ("mlm", "nsp") if any(mapping.head_of(n) == h for n in targets)]
-    return dict(_assign(targets, tensors, source), heads=heads)
+    return assign_declared_weights(pretrainer, tensors, source, missing_heads)
 
 
 def get_head_tensors(preset, head):
@@ -188,21 +214,28 @@ def load_head_weights(dense, preset, head):
 
 
 def _backbone_of(model):
-    if hasattr(model, "transformer_layers"):
-        return model
-    if hasattr(model, "backbone"):
-        return model.backbone
-    raise ValueError(f"`model` must be a BertBackbone or have a `.backbone`. Received: {type(model).__name__}.")
+    """A task's backbone, or the backbone itself."""
+    if not hasattr(model, "declared_variables"):
+        raise ValueError(
+            "`model` must be a keras_bert_zoo backbone or task (it declares its variables). "
+            f"Received: {type(model).__name__}."
+        )
+    return getattr(model, "backbone", model)
 
 
 def model_tensors(model):
-    """Returns `{canonical name: array}` of a backbone or pretrainer (with its heads)."""
-    backbone = _backbone_of(model)
-    if getattr(model, "mlm_head", None) is not None:
-        targets = pretrainer_targets(model)
-    else:
-        targets = mapping.backbone_targets(backbone)
-    return mapping.collect_tensors(targets)
+    """Returns `{canonical name: array}` of a backbone or task (with its heads)."""
+    return mapping.collect_tensors(model.declared_variables())
+
+
+def read_task_config(preset):
+    """The `task`, `preprocessor` and `lowercase` fields of a task saved by
+    `Task.save_to_preset`; `{}` for any other preset (Google's, HF's, a backbone)."""
+    layout, directory = sources.locate(preset)
+    if layout != "keras_bert_zoo":
+        return {}
+    config = preset_format.read_preset_config(directory)
+    return {key: config[key] for key in ("task", "preprocessor", "lowercase") if key in config}
 
 
 def backbone_config(backbone):
@@ -213,20 +246,22 @@ def backbone_config(backbone):
     return config
 
 
-def save_to_preset(model_or_backbone, directory, vocabulary=None):
+def save_to_preset(model_or_backbone, directory, vocabulary=None, extra=None):
     """Writes a model as a preset directory: config, vocabulary, weights, manifest.
 
     The directory is written atomically (a temporary directory renamed into place;
     a failure keeps an existing preset intact). A pretrainer's MLM and NSP heads are
-    saved with the backbone. `from_preset(directory)` loads it back.
+    saved with the backbone, and so is a task's head (`head_variables()`).
+    `from_preset(directory)` loads it back.
 
     Args:
-        model_or_backbone: a `BertBackbone`, or a model with `.backbone` (and
-            optionally `.mlm_head`, `.nsp_head`).
+        model_or_backbone: a `BertBackbone`, or a task (`BertPretrainer`,
+            `BertClassifier`, ...): every variable it declares is written.
         directory: str. Created or replaced.
         vocabulary: path to `vocab.txt`, list of tokens, a tokenizer with
             `get_vocabulary()`, or None (then the model's preprocessor's tokenizer,
             if any).
+        extra: dict or None. More `config.json` fields (a task's settings).
 
     Returns:
         The directory.
@@ -236,5 +271,5 @@ def save_to_preset(model_or_backbone, directory, vocabulary=None):
         vocabulary = tokenizer if tokenizer is not None and hasattr(tokenizer, "get_vocabulary") else None
     backbone = _backbone_of(model_or_backbone)
     return preset_format.write_preset(
-        directory, model_tensors(model_or_backbone), backbone_config(backbone), vocabulary=vocabulary
+        directory, model_tensors(model_or_backbone), backbone_config(backbone), vocabulary=vocabulary, extra=extra
     )

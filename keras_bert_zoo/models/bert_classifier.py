@@ -1,0 +1,144 @@
+"""`BertClassifier`: sentence and sentence-pair classification or regression (GLUE, §4.1)."""
+
+import keras
+import tensorflow as tf
+
+from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.models.task import Task
+
+
+def _check_arguments(num_classes, labels, dropout):
+    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
+        raise ValueError(
+            "`num_classes` must be an int >= 1 (1 for regression, e.g. STS-B). "
+            f"Received: num_classes={num_classes!r}."
+        )
+    if labels is not None:
+        if num_classes == 1:
+            raise ValueError(f"A regression task (num_classes=1) has no class names. Received: labels={labels!r}.")
+        if len(labels) != num_classes or not all(isinstance(label, str) for label in labels):
+            raise ValueError(
+                f"`labels` must be {num_classes} strings, one name per class. Received: labels={labels!r}."
+            )
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={dropout!r}.")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class BertClassifier(Task):
+    """Classifies a sentence or a sentence pair, or scores it (regression), from `[CLS]`.
+
+    The pooled `[CLS]` output goes through dropout and a dense layer to one logit per
+    class (`run_classifier.py`'s `output_weights`/`output_bias`, HF's `classifier`).
+    `num_classes >= 2`: softmax cross-entropy on integer labels, accuracy. `num_classes=1`:
+    regression (STS-B) with mean squared error on float targets; the output is the score.
+    Pairs are packed `[CLS] A [SEP] B [SEP]` with segment ids 0 and 1.
+
+    Args:
+        backbone: `keras_bert_zoo.BertBackbone`.
+        num_classes: int. Classes, or 1 for regression.
+        preprocessor: `keras_bert_zoo.text.BertPreprocessor` or None (the caller feeds ids).
+        labels: list of str or None. Class names, kept in the config, returned by
+            `postprocess`.
+        dropout: float. Dropout on the pooled output. Defaults to 0.1 (the paper).
+
+    Call arguments:
+        inputs: dict of `token_ids`, `segment_ids`, `padding_mask` (batch, seq).
+
+    Returns:
+        Logits (batch, num_classes); for regression (batch, 1) scores.
+
+    Examples:
+    >>> classifier = keras_bert_zoo.BertClassifier.from_preset(
+    ...     "bert_tiny_en_uncased", num_classes=2, labels=["negative", "positive"])
+    >>> classifier.fit(["a great film", "dull and long"], [1, 0], epochs=3)
+    >>> classifier.predict([("A man is eating.", "Someone eats.")])
+    """
+
+    preset_defaults = {"num_classes": 2}
+
+    def __init__(self, backbone, num_classes, preprocessor=None, labels=None, dropout=0.1, **kwargs):
+        _check_arguments(num_classes, labels, dropout)
+        # === Layers ===
+        policy = backbone.dtype_policy
+        output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
+        output_dense = keras.layers.Dense(
+            num_classes, kernel_initializer=bert_initializer(), dtype=policy, name="logits"
+        )
+        # === Functional model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+        pooled = backbone(dict(inputs))["pooled_output"]  # (batch, hidden)
+        outputs = output_dense(output_dropout(pooled))  # (batch, num_classes)
+        kwargs.pop("dtype", None)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = policy
+        # === Config ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.num_classes = num_classes
+        self.labels = None if labels is None else list(labels)
+        self.dropout = dropout
+        # === Head ===
+        self.output_dropout = output_dropout
+        self.output_dense = output_dense
+
+    def default_loss(self):
+        if self.num_classes == 1:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        if self.num_classes == 1:
+            return None
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def head_variables(self):
+        """The head under `run_classifier.py`'s names (HF `classifier.*` maps onto them)."""
+        return {"output_weights": self.output_dense.kernel, "output_bias": self.output_dense.bias}
+
+    @classmethod
+    def config_from_checkpoint(cls, tensors):
+        """A fine-tuned classifier head fixes `num_classes`."""
+        if "output_bias" in tensors:
+            return {"num_classes": int(tensors["output_bias"].shape[0])}
+        return {}
+
+    def postprocess(self, outputs):
+        """Logits → `scores` (regression), or `class_ids`, `probabilities` and, with
+        `labels`, the class names."""
+        logits = keras.ops.cast(outputs, "float32")
+        if self.num_classes == 1:
+            return {"scores": logits[:, 0]}
+        class_ids = keras.ops.argmax(logits, axis=-1)
+        result = {"class_ids": class_ids, "probabilities": keras.ops.softmax(logits, axis=-1)}
+        if self.labels is not None:
+            # Strings are no Keras tensor type; serving graphs are TensorFlow.
+            result["labels"] = tf.gather(tf.constant(self.labels), class_ids)
+        return result
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_classes": self.num_classes, "labels": self.labels, "dropout": self.dropout})
+        return config
+
+    @classmethod
+    def from_preset(cls, preset, num_classes=None, labels=None, sequence_length=None, load_weights=True, **kwargs):
+        """Builds a classifier from a preset (see `Task.from_preset`).
+
+        Args:
+            preset: str. A registry name or alias, or a local directory / zip /
+                checkpoint in our, Google's or HF's layout.
+            num_classes: int or None. None: the saved task's, else the number of
+                classes of the checkpoint's fine-tuned head, else 2.
+            labels: list of str or None. Class names (None: the saved task's).
+            sequence_length: int or None. Defaults to the saved task's, else 128.
+            load_weights: bool. Defaults to True.
+            **kwargs: `dropout` (head and backbone) or backbone config overrides.
+        """
+        return super().from_preset(
+            preset, load_weights=load_weights, sequence_length=sequence_length,
+            num_classes=num_classes, labels=labels, **kwargs,
+        )

@@ -1,0 +1,317 @@
+"""`Task`: a backbone plus a head, fed raw text, with the paper's fine-tuning recipe as `compile()`."""
+
+import inspect
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models.bert_backbone import BertBackbone
+from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
+from keras_bert_zoo.training.optimizer import BertAdamW
+from keras_bert_zoo.weights import loading
+
+# The paper's grid is {5e-5, 4e-5, 3e-5, 2e-5} (§A.3). 5e-5 is its top, keras-hub's and
+# HF Trainer's default, and the one that converges within the single short epoch that
+# small models get on CPUs; pass `learning_rate=2e-5` for BERT-Large on small sets.
+DEFAULT_LEARNING_RATE = 5e-5
+DEFAULT_WARMUP_RATIO = 0.1  # run_classifier.py's warmup_proportion
+
+
+class Task(keras.Model):
+    """A backbone plus a task head that owns its loss, metrics, default `compile()` and presets.
+
+    `fit`, `evaluate` and `predict` take raw text: a list or NumPy array of strings,
+    a tuple of columns `(texts_a, texts_b)` (or a list of pairs), or a batched
+    `tf.data.Dataset` of `(x, y)`; they run the attached `preprocessor` in a
+    `tf.data` pipeline, with batches padded to their longest row, not to
+    `sequence_length`. `predict` sorts in-memory rows by length and returns outputs in
+    the input order. Packed ids (a dict with `token_ids`), or any input when
+    `task.preprocessor = None`, go to Keras unchanged.
+
+    `compile()` defaults to the paper's fine-tuning recipe: `BertAdamW` (decoupled
+    weight decay 0.01, none on LayerNorm and biases, gradients clipped to global norm
+    1.0), peak learning rate 5e-5 warmed up linearly over the first 10% of the steps
+    each `fit` call runs (epochs × steps per epoch, counted by `fit`) and decayed
+    linearly to 0 at its last step; the task's own loss and metrics. Each argument
+    overrides one default.
+
+    Subclasses build a functional model in `__init__` (inputs: the backbone's), store
+    `backbone`, `preprocessor` and their arguments, and define `default_loss()`,
+    `default_metrics()`, `head_variables()` and `postprocess()`.
+    """
+
+    backbone_cls = BertBackbone
+    preprocessor_cls = BertPreprocessor
+    default_sequence_length = 128
+    preset_defaults = {}  # task arguments `from_preset` uses when neither caller nor preset sets them
+    preprocessor = None
+    _run_schedule = None  # (peak learning rate, warm-up ratio) under compile(optimizer="auto")
+
+    # === What a task defines ===
+    def default_loss(self):
+        """The loss of `compile(loss="auto")`; None for a task that computes its own."""
+        return None
+
+    def default_metrics(self):
+        return None
+
+    def head_variables(self):
+        """`{canonical name: variable}` of the head, in the checkpoints' names (see `weights/mapping.py`)."""
+        return {}
+
+    def declared_variables(self):
+        """`{canonical name: variable}` of every weight: the backbone's and the head's."""
+        return {**self.backbone.declared_variables(), **self.head_variables()}
+
+    def postprocess(self, outputs):
+        """Maps `predict`/serving outputs to the task's answers (dense tensors). Identity here."""
+        return outputs
+
+    @classmethod
+    def config_from_checkpoint(cls, tensors):
+        """Task arguments a checkpoint's head fixes (e.g. `num_classes`). None here."""
+        return {}
+
+    # === Compile: the paper's recipe by default ===
+    def compile(
+        self,
+        optimizer="auto",
+        loss="auto",
+        metrics="auto",
+        learning_rate=DEFAULT_LEARNING_RATE,
+        warmup_ratio=DEFAULT_WARMUP_RATIO,
+        **kwargs,
+    ):
+        """Compiles with the paper's fine-tuning recipe, each default overridable alone.
+
+        Args:
+            optimizer: `"auto"` (`BertAdamW` with a warm-up/decay schedule over the
+                steps each `fit` call runs) or any Keras optimizer.
+            loss: `"auto"` (the task's loss) or any Keras loss.
+            metrics: `"auto"` (the task's metrics), a list, or None.
+            learning_rate: float. Peak learning rate of `"auto"`. Defaults to 5e-5.
+            warmup_ratio: float in [0, 1]. Warm-up share of each `fit` run for
+                `"auto"`. Defaults to 0.1.
+            **kwargs: other `keras.Model.compile` arguments (`jit_compile`, ...).
+        """
+        if not learning_rate or learning_rate <= 0:
+            raise ValueError(f"`learning_rate` must be positive. Received: learning_rate={learning_rate!r}.")
+        if not 0.0 <= warmup_ratio <= 1.0:
+            raise ValueError(f"`warmup_ratio` must be in [0, 1]. Received: warmup_ratio={warmup_ratio!r}.")
+        # What `.keras` files store to compile again on loading: the caller's arguments.
+        arguments = dict(optimizer=optimizer, **kwargs)
+        defaults = dict(loss="auto", metrics="auto", learning_rate=DEFAULT_LEARNING_RATE,
+                        warmup_ratio=DEFAULT_WARMUP_RATIO)
+        for key, value in dict(loss=loss, metrics=metrics, learning_rate=learning_rate,
+                               warmup_ratio=warmup_ratio).items():
+            if not (isinstance(value, (str, float)) and value == defaults[key]):
+                arguments[key] = value
+        self._compile_arguments = keras.saving.serialize_keras_object(arguments)
+        self._run_schedule = None
+        if isinstance(optimizer, str) and optimizer == "auto":
+            # A placeholder length: `fit` sets the schedule of its own run.
+            optimizer = BertAdamW(inputs_lib.RunSchedule(learning_rate, 0, 1))
+            self._run_schedule = (float(learning_rate), float(warmup_ratio))
+        if isinstance(loss, str) and loss == "auto":
+            loss = self.default_loss()
+        if isinstance(metrics, str) and metrics == "auto":
+            metrics = self.default_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def get_compile_config(self):
+        return getattr(self, "_compile_arguments", None) if self.compiled else None
+
+    def compile_from_config(self, config):
+        # Keras skips a custom `compile()` when loading; ours takes its own arguments back.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _start_run(self, x, batch_size, epochs, steps_per_epoch):
+        """Sets the `"auto"` schedule over the steps this `fit` call runs."""
+        if isinstance(x, tf.data.Dataset):
+            steps = inputs_lib.steps_of(x, steps_per_epoch)
+        else:
+            rows = inputs_lib.num_rows(x)
+            steps = steps_per_epoch or -(-rows // (batch_size or inputs_lib.DEFAULT_BATCH_SIZE))
+        total = max(int(steps) * max(int(epochs), 1), 1)
+        peak, ratio = self._run_schedule
+        start = int(keras.ops.convert_to_numpy(self.optimizer.iterations))
+        # As run_classifier.py: int(num_train_steps * warmup_proportion).
+        self.optimizer.learning_rate = inputs_lib.RunSchedule(peak, int(total * ratio), total, start_step=start)
+        self.train_function = None  # the schedule is traced into the train step: trace again
+
+    # === Raw inputs ===
+    def _prepare(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, sort=False):
+        """Returns `(dataset, order)` for raw text, or None to give `x` to Keras unchanged."""
+        if isinstance(x, tf.data.Dataset):
+            if inputs_lib.is_packed(inputs_lib.dataset_x_spec(x)) or self.preprocessor is None:
+                return None
+            if y is not None or sample_weight is not None:
+                raise ValueError("With a tf.data.Dataset, `y` and `sample_weight` come from the dataset. Drop them.")
+            dataset = inputs_lib.batch_if_unbatched(x, batch_size)
+            inputs_lib.report_truncated(dataset, self.preprocessor)
+            return inputs_lib.preprocess(dataset, self.preprocessor), None
+        if inputs_lib.is_packed(x) or x is None:
+            return None
+        columns = inputs_lib.as_columns(x)
+        if self.preprocessor is None:
+            if any(c.dtype.kind in "USO" for c in keras.tree.flatten(columns)):
+                raise ValueError(
+                    "`task.preprocessor` is None, so inputs must be packed ids (a dict with "
+                    "`token_ids`, `segment_ids`, `padding_mask`). Received text. Attach a "
+                    "preprocessor (`task.preprocessor = ...`) or pack the text first."
+                )
+            return None
+        order = inputs_lib.length_order(columns) if sort else None
+        dataset = inputs_lib.in_memory_dataset(columns, y, sample_weight, batch_size, shuffle, order)
+        inputs_lib.report_truncated(dataset, self.preprocessor)
+        return inputs_lib.preprocess(dataset, self.preprocessor), order
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None, validation_data=None,
+            validation_split=0.0, shuffle=True, initial_epoch=0, steps_per_epoch=None, **kwargs):
+        """`keras.Model.fit` on raw text or packed ids (see the class); same arguments."""
+        raw = not isinstance(x, tf.data.Dataset) and not inputs_lib.is_packed(x) and self.preprocessor is not None
+        if validation_split and raw:
+            x, y, sample_weight, validation_data = _split_off(x, y, sample_weight, validation_split)
+            validation_split = 0.0
+        prepared = self._prepare(x, y, sample_weight, batch_size, shuffle)
+        if prepared is not None:
+            x, y, sample_weight, batch_size = prepared[0], None, None, None
+        if validation_data is not None:
+            validation_data = self._prepare_validation(validation_data, kwargs.get("validation_batch_size"))
+        if self._run_schedule is not None:
+            self._start_run(x, batch_size, epochs - initial_epoch, steps_per_epoch)
+        if prepared is not None:
+            shuffle = False  # done in the pipeline (Keras warns that it ignores it on datasets)
+        return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, sample_weight=sample_weight,
+                           validation_data=validation_data, validation_split=validation_split, shuffle=shuffle,
+                           initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, **kwargs)
+
+    def _prepare_validation(self, data, batch_size):
+        if isinstance(data, tf.data.Dataset):
+            prepared = self._prepare(data, batch_size=batch_size)
+            return data if prepared is None else prepared[0]
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(data))
+        prepared = self._prepare(x, y, sample_weight, batch_size)
+        return data if prepared is None else prepared[0]
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """`keras.Model.evaluate` on raw text or packed ids; same arguments."""
+        prepared = self._prepare(x, y, sample_weight, batch_size)
+        if prepared is not None:
+            x, y, sample_weight, batch_size = prepared[0], None, None, None
+        return super().evaluate(x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """`keras.Model.predict` on raw text (sorted by length, returned in input order) or ids."""
+        prepared = self._prepare(x, batch_size=batch_size, sort=True)
+        if prepared is None:
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+        dataset, order = prepared
+        outputs = super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
+        if order is None:
+            order = np.arange(len(keras.tree.flatten(outputs)[0]))
+        return inputs_lib.restore_order(outputs, order)
+
+    # === Config and presets ===
+    def get_config(self):
+        return {
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "preprocessor": (
+                None if self.preprocessor is None else keras.saving.serialize_keras_object(self.preprocessor)
+            ),
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("backbone", "preprocessor"):
+            if isinstance(config.get(key), dict):
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)
+
+    def task_config(self):
+        """The task's own arguments (no backbone, preprocessor or Keras bookkeeping)."""
+        skip = ("backbone", "preprocessor", "name", "trainable", "dtype")
+        return {k: v for k, v in self.get_config().items() if k not in skip}
+
+    def save_to_preset(self, directory):
+        """Writes the task as a preset: backbone and head weights, vocabulary, task and
+        preprocessor settings. `type(task).from_preset(directory)` rebuilds it."""
+        extra = {"task": {"class_name": type(self).__name__, "config": self.task_config()}}
+        if self.preprocessor is not None:
+            extra["preprocessor"] = {
+                "sequence_length": self.preprocessor.sequence_length,
+                "truncate": getattr(self.preprocessor, "truncate", "longest_first"),
+            }
+            extra["lowercase"] = bool(self.preprocessor.tokenizer.lowercase)
+        return loading.save_to_preset(self, directory, extra=extra)
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, sequence_length=None, **kwargs):
+        """Builds the task of a preset: backbone weights, vocabulary and casing, and the head.
+
+        The head is the checkpoint's where it has one for this task (our saved task,
+        Google's `output_weights`/`output_bias`, HF's `classifier.*`), otherwise
+        freshly initialised (truncated normal, stddev 0.02, as the original).
+
+        Args:
+            preset: str. A registry name or alias, or a local directory / zip /
+                checkpoint prefix in our, Google's or HF's layout.
+            load_weights: bool. Defaults to True.
+            sequence_length: int or None. The preprocessor's; None is the saved
+                task's, else 128 (or the backbone's `max_sequence_length` if shorter).
+            **kwargs: the task's arguments (`num_classes`, `labels`, `dropout`, ...);
+                `dropout` also sets the backbone's. Anything else overrides the
+                backbone config (`dtype="mixed_bfloat16"`).
+        """
+        saved = loading.read_task_config(preset)
+        task = saved.get("task") or {}
+        task_kwargs = dict(task.get("config", {})) if task.get("class_name") == cls.__name__ else {}
+        own = set(inspect.signature(cls.__init__).parameters) - {"self", "backbone", "preprocessor", "kwargs"}
+        explicit = {k: kwargs.pop(k) for k in list(kwargs) if k in own}
+        task_kwargs.update({k: v for k, v in explicit.items() if v is not None})
+        if explicit.get("dropout") is not None:
+            kwargs.setdefault("dropout", explicit["dropout"])
+        tensors = source = None
+        if load_weights:
+            tensors, source = loading.read_preset_tensors(preset)
+            for key, value in cls.config_from_checkpoint(tensors).items():
+                task_kwargs.setdefault(key, value)
+        for key, value in cls.preset_defaults.items():
+            task_kwargs.setdefault(key, value)
+        backbone = cls.backbone_cls.from_preset(preset, load_weights=False, **kwargs)
+        stored = saved.get("preprocessor") or {}
+        length = sequence_length or stored.get("sequence_length")
+        if length is None:
+            length = min(cls.default_sequence_length, backbone.max_sequence_length)
+        if length > backbone.max_sequence_length:
+            raise ValueError(
+                f"`sequence_length` must be at most the backbone's max_sequence_length="
+                f"{backbone.max_sequence_length}. Received: sequence_length={length}."
+            )
+        preprocessor = cls.preprocessor_cls.from_preset(
+            preset, sequence_length=length, truncate=stored.get("truncate", "longest_first")
+        )
+        model = cls(backbone, preprocessor=preprocessor, **task_kwargs)
+        if load_weights:
+            loading.assign_declared_weights(model, tensors, source, missing_heads="fresh")
+        return model
+
+
+def _split_off(x, y, sample_weight, fraction):
+    """Keras' `validation_split` on raw rows: the last `fraction` of them, before shuffling."""
+    columns = inputs_lib.as_columns(x)
+    split = int(np.ceil(inputs_lib.num_rows(columns) * (1.0 - fraction)))
+
+    def part(data, rows):
+        return None if data is None else keras.tree.map_structure(lambda v: np.asarray(v)[rows], data)
+
+    train = tuple(part(d, slice(None, split)) for d in (columns, y, sample_weight))
+    held_out = tuple(part(d, slice(split, None)) for d in (columns, y, sample_weight))
+    return train + (held_out,)

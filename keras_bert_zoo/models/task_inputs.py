@@ -1,0 +1,213 @@
+"""What `Task.fit`/`evaluate`/`predict` do with raw inputs before Keras sees them.
+
+Raw strings (a list, a NumPy array, a tuple of columns for pairs, or a batched
+`tf.data.Dataset` of `(x, y)`) become a batched pipeline: preprocessor → padding cut
+to the longest row of the batch → prefetch. `predict` sorts in-memory rows by length
+first (so a batch holds rows of similar length) and restores the input order after.
+Also here: the number of inputs the preprocessor truncates (reported in one log
+line) and the learning-rate schedule whose length `fit` sets.
+"""
+
+import logging
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_zoo.training.optimizer import LinearWarmupLinearDecay
+
+logger = logging.getLogger("keras_bert_zoo.models")
+
+DEFAULT_BATCH_SIZE = 32
+# Cut lengths are rounded up to a multiple of 8: aligned for tensor cores, and XLA
+# compiles at most sequence_length / 8 shapes instead of one per length.
+PAD_MULTIPLE = 8
+SEQUENCE_KEYS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def is_packed(x):
+    """True for inputs the backbone takes as they are: a dict with `token_ids`."""
+    return isinstance(x, dict) and "token_ids" in x
+
+
+def dataset_x_spec(dataset):
+    """The element spec of a dataset's `x` (the first item of a tuple element)."""
+    spec = dataset.element_spec
+    return spec[0] if isinstance(spec, tuple) else spec
+
+
+def as_columns(x):
+    """Raw text inputs → one NumPy array or a tuple of column arrays (pairs, choices).
+
+    A list of pairs `[(a, b), ...]` is transposed into columns `(texts_a, texts_b)`.
+    """
+    if isinstance(x, dict):
+        raise TypeError(
+            "Raw text must be a list/array of strings or a tuple of columns "
+            f"`(texts_a, texts_b)`; a dict is read as packed ids. Received a dict with keys "
+            f"{sorted(x)}. Pass the columns as a tuple, in order."
+        )
+    if isinstance(x, tuple):
+        return tuple(np.asarray(column) for column in x)
+    if isinstance(x, list) and x and all(isinstance(row, tuple) for row in x):
+        return tuple(np.asarray(column) for column in zip(*x))
+    return np.asarray(x)
+
+
+def num_rows(columns):
+    return len(keras.tree.flatten(columns)[0])
+
+
+def length_order(columns):
+    """Indices sorting rows by their total number of characters (a proxy for tokens)."""
+    total = np.zeros(num_rows(columns), dtype="int64")
+    for column in keras.tree.flatten(columns):
+        lengths = np.vectorize(len, otypes=["int64"])(column) if column.size else column.astype("int64")
+        total += lengths.reshape(len(lengths), -1).sum(axis=1)
+    return np.argsort(total, kind="stable")
+
+
+def in_memory_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=False, order=None):
+    """A batched dataset of `(x[, y[, sample_weight]])` from in-memory inputs.
+
+    Args:
+        x: raw columns (see `as_columns`) or a dict of packed arrays.
+        order: optional row order (from `length_order`) applied to every array.
+    """
+    data = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+    data = keras.tree.map_structure(np.asarray, data)
+    if order is not None:
+        data = keras.tree.map_structure(lambda array: array[order], data)
+    dataset = tf.data.Dataset.from_tensor_slices(data)
+    if shuffle:
+        # The whole set is in memory: a full-size buffer is an exact shuffle per epoch.
+        dataset = dataset.shuffle(num_rows(data), reshuffle_each_iteration=True)
+    return dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+
+
+def batch_if_unbatched(dataset, batch_size):
+    """A dataset of single examples (scalar strings) is batched; a batched one is kept."""
+    first = keras.tree.flatten(dataset_x_spec(dataset))[0]
+    if first.shape.rank == 0:
+        logger.info("Batching a dataset of single examples by %d.", batch_size or DEFAULT_BATCH_SIZE)
+        return dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+    if batch_size is not None:
+        raise ValueError(
+            f"`batch_size` is set by the dataset, which is already batched. Received: "
+            f"batch_size={batch_size}. Drop `batch_size` or pass an unbatched dataset."
+        )
+    return dataset
+
+
+def trim_to_longest(x, y=None, sample_weight=None):
+    """Cuts the padding columns no row of the batch uses (rounded up to `PAD_MULTIPLE`).
+
+    `x`'s `token_ids`, `segment_ids` and `padding_mask` are cut on their last axis;
+    so is any `y`/`sample_weight` of rank >= 2 whose last dimension is the padded
+    length (per-token labels and weights).
+    """
+    mask = x["padding_mask"]
+    width = tf.shape(mask)[-1]
+    longest = tf.reduce_max(tf.concat([tf.reshape(tf.reduce_sum(mask, axis=-1), [-1]), [0]], 0))
+    cut = tf.minimum(width, (longest + PAD_MULTIPLE - 1) // PAD_MULTIPLE * PAD_MULTIPLE)
+    static_width = mask.shape[-1]
+    x = {k: (v[..., :cut] if k in SEQUENCE_KEYS else v) for k, v in x.items()}
+
+    def cut_targets(t):
+        if t is None or t.shape.rank is None or t.shape.rank < 2 or t.shape[-1] != static_width:
+            return t
+        return t[..., :cut]
+
+    y = None if y is None else keras.tree.map_structure(cut_targets, y)
+    sample_weight = None if sample_weight is None else keras.tree.map_structure(cut_targets, sample_weight)
+    return x, y, sample_weight
+
+
+def preprocess(dataset, preprocessor):
+    """Maps the preprocessor over `(x[, y[, sample_weight]])` batches and cuts the padding."""
+
+    def apply(*data):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(preprocessor(x, y, sample_weight))
+        return keras.utils.pack_x_y_sample_weight(*trim_to_longest(x, y, sample_weight))
+
+    return dataset.map(apply, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def report_truncated(dataset, preprocessor, steps=None):
+    """Counts the inputs the preprocessor will truncate and logs one line; returns the count.
+
+    Needs the preprocessor's `truncated_rows(x)` (True per input longer than its
+    `sequence_length`); a preprocessor without it, or a dataset of unknown or
+    infinite length without `steps`, is not counted (returns None).
+    """
+    count_rows = getattr(preprocessor, "truncated_rows", None)
+    if count_rows is None:
+        return None
+    if steps is not None:
+        dataset = dataset.take(steps)
+    elif dataset.cardinality() < 0:
+        return None
+
+    def count(*data):
+        flags = tf.reshape(count_rows(keras.utils.unpack_x_y_sample_weight(data)[0]), [-1])
+        return tf.stack([tf.reduce_sum(tf.cast(flags, tf.int64)), tf.size(flags, out_type=tf.int64)])
+
+    counts = dataset.map(count, num_parallel_calls=tf.data.AUTOTUNE)
+    truncated, total = (int(v) for v in counts.reduce(tf.zeros([2], tf.int64), lambda a, b: a + b))
+    level = logging.WARNING if truncated else logging.INFO
+    logger.log(
+        level,
+        "Truncated %d of %d input sequences to sequence_length=%s (%s).",
+        truncated, total, preprocessor.sequence_length, getattr(preprocessor, "truncate", "longest_first"),
+    )
+    return truncated
+
+
+def steps_of(dataset, steps_per_epoch):
+    """Batches one epoch runs: `steps_per_epoch`, else the dataset's (finite) length."""
+    if steps_per_epoch is not None:
+        return int(steps_per_epoch)
+    steps = int(dataset.cardinality())
+    if steps == tf.data.UNKNOWN_CARDINALITY:
+        steps = int(dataset.reduce(np.int64(0), lambda n, _: n + 1))
+    if steps <= 0:
+        raise ValueError(
+            "The learning-rate schedule of compile(optimizer='auto') runs over the steps "
+            f"`fit` will take, but the dataset has no finite length (cardinality={steps}). "
+            "Pass `steps_per_epoch`."
+        )
+    return steps
+
+
+def restore_order(outputs, order):
+    """Undoes `length_order` on every output; ragged outputs are padded with zeros."""
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+
+    def restore(output):
+        if isinstance(output, tf.RaggedTensor):
+            # Keras stacks batches of different lengths as (batches, rows, None, ...).
+            output = output.merge_dims(0, 1).to_tensor().numpy()
+        return np.asarray(output)[inverse]
+
+    return keras.tree.map_structure(restore, outputs)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class RunSchedule(LinearWarmupLinearDecay):
+    """`LinearWarmupLinearDecay` over one `fit` run that starts at optimizer step `start_step`.
+
+    `Task.fit` sets it for `compile(optimizer="auto")`: warm-up over the first
+    `warmup_steps` of the run, then linear decay to 0 at its last step.
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps, total_steps, end_learning_rate=0.0, start_step=0):
+        super().__init__(peak_learning_rate, warmup_steps, total_steps, end_learning_rate)
+        self.start_step = int(start_step)
+
+    def __call__(self, step):
+        return super().__call__(keras.ops.cast(step, "float32") - float(self.start_step))
+
+    def get_config(self):
+        return dict(super().get_config(), start_step=self.start_step)

@@ -1,0 +1,157 @@
+"""BertClassifier: the task contract on sentences and pairs, the head's numbers, the default
+recipe, padding to the longest row, truncation counts, and Google/HF fine-tuned heads."""
+
+import logging
+import os
+import shutil
+
+import keras
+import numpy as np
+import pytest
+import safetensors.numpy
+
+from keras_bert_zoo.models import task_inputs
+from keras_bert_zoo.models.bert_classifier import BertClassifier
+from keras_bert_zoo.training.optimizer import BertAdamW
+from tests.task_contract import assert_task_contract
+from tests.weights import weights_testlib as lib
+
+FIXTURE = lib.fixture_dir("gelu")  # HF layout: vocab w0..w58, hidden 16, 2 layers, 32 positions
+SENTENCES = ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9 w10 w11", "w12", "w13 w14 w15 w16", "w17 w18 w19 w20 w21 w22 w23 w24"]
+SECONDS = ["w30 w31", "w32", "w33 w34 w35", "w36 w37 w38 w39", "w40", "w41 w42"]
+
+
+def tiny_classifier(num_classes=2, **kwargs):
+    keras.utils.set_random_seed(0)
+    return BertClassifier.from_preset(FIXTURE, num_classes=num_classes, dropout=0.0, sequence_length=16, **kwargs)
+
+
+def test_contract_single_sentences_with_labels(tmp_path):
+    task = tiny_classifier(labels=["neg", "pos"])
+    assert_task_contract(task, SENTENCES, np.array([0, 1, 0, 1, 1, 0]), tmp_path)
+    assert BertClassifier.from_preset(str(tmp_path / "preset")).labels == ["neg", "pos"]
+
+
+def test_contract_pairs_regression(tmp_path):
+    task = tiny_classifier(num_classes=1)
+    assert_task_contract(task, (SENTENCES, SECONDS), np.array([0.5, 4.0, 2.0, 1.0, 3.5, 5.0], "float32"), tmp_path)
+    assert isinstance(task.loss, keras.losses.MeanSquaredError)
+
+
+def test_head_is_dense_on_pooled_cls_and_pairs_use_segment_one():
+    task = tiny_classifier(num_classes=3, labels=["a", "b", "c"])
+    x = task.preprocessor((SENTENCES[:2], SECONDS[:2]))
+    assert x["segment_ids"].numpy()[0].tolist()[:9] == [0, 0, 0, 0, 0, 1, 1, 1, 0]  # [CLS] w1 w2 w3 [SEP] w30 w31 [SEP]
+    pooled = task.backbone(x)["pooled_output"].numpy()
+    kernel, bias = (np.asarray(v) for v in task.head_variables().values())
+    logits = task.predict((SENTENCES[:2], SECONDS[:2]), verbose=0)
+    np.testing.assert_allclose(logits, pooled @ kernel + bias, atol=1e-5)
+    out = task.postprocess(logits)
+    assert [s.decode() for s in out["labels"].numpy()] == [["a", "b", "c"][i] for i in np.argmax(logits, -1)]
+    # A fresh head is initialised as the original: truncated normal, stddev 0.02.
+    assert 0.01 < kernel.std() < 0.03 and np.abs(kernel).max() <= 0.04 and not bias.any()
+
+
+def test_default_compile_is_the_papers_recipe_over_the_steps_fit_runs():
+    task = tiny_classifier()
+    task.compile()
+    optimizer = task.optimizer
+    assert isinstance(optimizer, BertAdamW) and optimizer.weight_decay_rate == 0.01
+    assert optimizer.global_clipnorm == 1.0 and set(optimizer.exclude_from_decay) >= {"LayerNorm", "bias"}
+    assert isinstance(task.loss, keras.losses.SparseCategoricalCrossentropy) and task.loss.from_logits
+    x, y = SENTENCES * 4, np.arange(24) % 2  # 24 rows, batch 5: 5 steps per epoch
+    task.fit(x, y, batch_size=5, epochs=4, verbose=0)
+    schedule = optimizer.learning_rate if callable(optimizer.learning_rate) else optimizer._learning_rate
+    schedule = optimizer._learning_rate
+    assert (schedule.total_steps, schedule.warmup_steps, schedule.start_step) == (20, 2, 0)
+    assert schedule.peak_learning_rate == 5e-5 and int(optimizer.iterations) == 20
+    assert float(schedule(1)) == pytest.approx(2.5e-5) and float(schedule(20)) == 0.0
+    # A second fit is a run of its own: warm-up and decay over its 5 steps, from step 20.
+    task.fit(x, y, batch_size=5, epochs=1, verbose=0)
+    schedule = optimizer._learning_rate
+    assert (schedule.total_steps, schedule.warmup_steps, schedule.start_step) == (5, 0, 20)
+    assert float(schedule(25)) == 0.0 and int(optimizer.iterations) == 25
+    # Each default is overridden alone.
+    task.compile(optimizer=keras.optimizers.SGD(0.1))
+    assert isinstance(task.loss, keras.losses.SparseCategoricalCrossentropy) and task._run_schedule is None
+    task.compile(loss=keras.losses.CategoricalHinge(), learning_rate=3e-5, warmup_ratio=0.2)
+    assert isinstance(task.optimizer, BertAdamW) and task._run_schedule == (3e-5, 0.2)
+    with pytest.raises(ValueError, match="warmup_ratio=1.5"):
+        task.compile(warmup_ratio=1.5)
+
+
+def test_batches_padded_to_their_longest_row_and_predict_keeps_input_order():
+    task = tiny_classifier()
+    x = [SENTENCES[i % 6] for i in (5, 0, 3, 2, 1, 4, 5, 3)]
+    dataset, order = task._prepare(x, batch_size=4, sort=True)
+    widths = [batch["token_ids"].shape[1] for batch in dataset]
+    assert widths == [8, 16]  # longest rows 6 and 10 tokens (with [CLS], [SEP]), cut to multiples of 8
+    assert [len(x[i]) for i in order] == sorted(len(s) for s in x)
+    together = task.predict(x, batch_size=4, verbose=0)
+    alone = np.concatenate([task.predict([s], verbose=0) for s in x])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+def test_truncation_is_longest_first_and_counted(caplog):
+    task = tiny_classifier()
+    long_a, long_b = " ".join(f"w{i}" for i in range(1, 15)), " ".join(f"w{i}" for i in range(20, 24))
+    with caplog.at_level(logging.INFO, logger="keras_bert_zoo.models"):
+        task.predict(([long_a, "w1", "w2"], [long_b, "w3", "w4 " * 20]), verbose=0)
+    assert "Truncated 2 of 3 input sequences to sequence_length=16 (longest_first)." in caplog.text
+    ids = task.preprocessor(([long_a], [long_b]))["token_ids"].numpy()[0]
+    # 13 tokens for the pair: the longer A is cut to 9, B keeps its 4.
+    assert (ids[1:10].tolist(), ids[11:15].tolist()) == (list(range(6, 15)), list(range(25, 29)))
+
+
+@pytest.mark.parametrize("google", [False, True], ids=["hf", "google"])
+def test_fine_tuned_heads_load_from_google_and_hf_checkpoints(tmp_path, google):
+    rng = np.random.default_rng(0)
+    weights, bias = rng.normal(size=(3, 16)).astype("float32"), rng.normal(size=(3,)).astype("float32")
+    if google:  # run_classifier.py's names
+        tensors = dict(lib.google_from_hf(lib.hf_tensors("gelu"), 2), output_weights=weights, output_bias=bias)
+        path = lib.write_tf1_checkpoint(tensors, str(tmp_path / "google"))
+        for name in ("bert_config.json", "vocab.txt"):
+            shutil.copy(os.path.join(lib.make_google_dir("gelu", str(tmp_path / "g0")), name), path)
+    else:  # BertForSequenceClassification's names
+        path = str(tmp_path / "hf")
+        shutil.copytree(FIXTURE, path)
+        tensors = dict(lib.hf_tensors("gelu"), **{"classifier.weight": weights, "classifier.bias": bias})
+        safetensors.numpy.save_file(tensors, os.path.join(path, "model.safetensors"))
+    task = BertClassifier.from_preset(path, dropout=0.0)
+    assert task.num_classes == 3  # from the checkpoint's head
+    np.testing.assert_array_equal(np.asarray(task.output_dense.kernel), weights.T)
+    np.testing.assert_array_equal(np.asarray(task.output_dense.bias), bias)
+    reference = BertClassifier.from_preset(FIXTURE, num_classes=3, dropout=0.0)
+    pooled = reference.backbone(reference.preprocessor(SENTENCES))["pooled_output"].numpy()
+    np.testing.assert_allclose(task.predict(SENTENCES, verbose=0), pooled @ weights.T + bias, atol=1e-4)
+
+
+def test_a_head_of_another_task_is_left_fresh_with_a_warning(tmp_path, caplog):
+    task = tiny_classifier(num_classes=3)
+    task.save_to_preset(str(tmp_path / "three"))
+    with caplog.at_level(logging.WARNING, logger="keras_bert_zoo.weights"):
+        two = BertClassifier.from_preset(str(tmp_path / "three"), num_classes=2)
+    assert two.num_classes == 2 and "other shapes than this model's" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_classes=0), "num_classes=0"),
+        (dict(num_classes=2, labels=["a"]), "2 strings"),
+        (dict(num_classes=1, labels=["a"]), "regression"),
+        (dict(num_classes=2, dropout=1.0), "dropout=1.0"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, message):
+    backbone = tiny_classifier().backbone
+    with pytest.raises(ValueError, match=message):
+        BertClassifier(backbone, **kwargs)
+
+
+def test_text_without_a_preprocessor_is_refused():
+    task = tiny_classifier()
+    task.preprocessor = None
+    with pytest.raises(ValueError, match="preprocessor` is None"):
+        task.predict(SENTENCES)
+    assert task_inputs.is_packed({"token_ids": 1})
