@@ -14,14 +14,23 @@ from keras_bert_zoo.training.pretraining_eval import HeldOutEvaluation, format_r
 PHASE2_SEED_OFFSET = 2  # phase 2 draws its data with seed + 2 (held-out batches use seed + 1)
 
 
+def backbone_shape(preset, size, vocabulary_size=None):
+    """The backbone arguments a run builds with: the preset's config (or BertBackbone's
+    defaults and `vocabulary_size`) with the `size` overrides over it."""
+    if preset is None:
+        shape = {"vocabulary_size": vocabulary_size, "max_sequence_length": 512}  # BertBackbone's default
+    else:
+        from keras_bert_zoo.presets import get_preset_config
+
+        shape = dict(get_preset_config(preset))
+    shape.update(size)
+    return shape
+
+
 def max_sequence_length(preset, size):
     if "max_sequence_length" in size:
         return size["max_sequence_length"]
-    if preset is None:
-        return 512  # BertBackbone's default
-    from keras_bert_zoo.presets import get_preset_config
-
-    return get_preset_config(preset)["max_sequence_length"]
+    return backbone_shape(preset, size)["max_sequence_length"]
 
 
 def phase_settings(config, max_length):

@@ -105,23 +105,26 @@ def check_corpus(config, phases, dataset_fn, sample_batches=1):
     return sample
 
 
-def run_settings(config, backbone):
+def run_settings(config, vocabulary_size):
     """The settings a resumed run must share with the one that wrote its checkpoints."""
-    backbone_config = backbone.get_config()
-    settings = {key: backbone_config[key] for key in BACKBONE_SETTINGS}
+    from keras_bert_zoo.training.pretraining_phases import backbone_shape
+
+    shape = backbone_shape(config.preset, config.size, vocabulary_size)
+    settings = {key: shape.get(key) for key in BACKBONE_SETTINGS}
     settings.update({key: getattr(config, key) for key in RUN_SETTINGS})
     if config.train_files is not None:  # TFRecords carry their own lengths
         settings.update({key: getattr(config, key) for key in TEXT_SETTINGS})
     return settings
 
 
-def check_run_settings(config, backbone, write=True):
-    """Compares the run's settings with those stored in its checkpoint directory; stores them.
+def check_run_settings(config, vocabulary_size, write=False):
+    """Compares the run's settings with those stored in its checkpoint directory (before any
+    model is built); with `write`, stores them.
 
     Raises:
         ValueError: a setting differs from the stored run's, naming each (flag, old, new).
     """
-    settings = run_settings(config, backbone)
+    settings = run_settings(config, vocabulary_size)
     directory = os.fspath(config.checkpoint_dir)
     path = os.path.join(directory, SETTINGS_FILE)
     if os.path.isfile(path):

@@ -211,6 +211,8 @@ def run_pretraining(config, callbacks=()):
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     vocab_path, tokenizer = _vocabulary(config.vocabulary, config.preset)
+    vocabulary_size = tokenizer.vocabulary_size() if tokenizer else None
+    preflight.check_run_settings(config, vocabulary_size)
 
     def one_pass(phase, batch):
         return _read(config, tokenizer, phase, batch, num_epochs=1, drop_remainder=False)
@@ -220,8 +222,8 @@ def run_pretraining(config, callbacks=()):
     keras.utils.set_random_seed(config.seed)  # the model's initial weights do not depend on the checks
     dist = get_strategy(config.strategy)
     with dist.scope():
-        model, heads = _build_model(config, tokenizer.vocabulary_size() if tokenizer else None)
-    preflight.check_run_settings(config, model.backbone, write=is_chief(dist))
+        model, heads = _build_model(config, vocabulary_size)
+    preflight.check_run_settings(config, vocabulary_size, write=is_chief(dist))
     step, resumed_from, history, stopped = _run_phases(config, model, tokenizer, phases, evaluate, baselines,
                                                        callbacks)
     if is_chief(dist):

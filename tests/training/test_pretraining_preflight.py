@@ -1,4 +1,4 @@
-"""R40–R46: what `run_pretraining` refuses before its first step (issue 21); its time budget.
+"""R40–R47: what `run_pretraining` refuses before its first step (issue 21); its time budget.
 
 Each refusal happens before any model is built (so it costs seconds, not a run) and
 names what to fix: an empty or too-small corpus (the files), an output path it could
@@ -31,13 +31,14 @@ def _config(tmp_path, text, vocab, **overrides):
     return PretrainingConfig(str(tmp_path / "preset"), str(tmp_path / "ckpt"), **kwargs)
 
 
+def _refuse_to_build(*args, **kwargs):
+    raise AssertionError("a model was built")
+
+
 @pytest.fixture
 def no_model(monkeypatch):
     """Fails the test if `run_pretraining` gets as far as building a model."""
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was built")
-
-    monkeypatch.setattr(pretraining_run, "_build_model", refuse)
+    monkeypatch.setattr(pretraining_run, "_build_model", _refuse_to_build)
 
 
 def _assert_nothing_written(tmp_path):
@@ -71,6 +72,14 @@ def test_r42_tfrecords_smaller_than_one_batch_are_refused(tmp_path, no_model):
     _assert_nothing_written(tmp_path)
 
 
+def test_r47_held_out_files_without_a_batch_are_refused(tmp_path, corpus, no_model):
+    empty = tmp_path / "heldout.txt"
+    empty.write_text("\n")
+    with pytest.raises(ValueError, match=r"held-out data yields no batch of 4.*heldout\.txt"):
+        run_pretraining(_config(tmp_path, *corpus, eval_files=str(empty), eval_every=2))
+    _assert_nothing_written(tmp_path)
+
+
 def test_r43_foreign_output_dir_is_refused_before_training(tmp_path, corpus, no_model):
     (tmp_path / "preset").mkdir()
     (tmp_path / "preset" / "notes.txt").write_text("mine")
@@ -99,19 +108,22 @@ def test_r44_output_dir_overlapping_the_checkpoints_is_refused(tmp_path, corpus,
         run_pretraining(config)
 
 
-def test_r45_time_budget_then_resume_with_changed_settings_names_the_flag(tmp_path, corpus):
+def test_r45_time_budget_then_resume_with_changed_settings_names_the_flag(tmp_path, corpus, monkeypatch):
     # The time budget stops the run early (checkpointed, the last step evaluated) ...
     config = _config(tmp_path, *corpus, steps=50, eval_every=2, eval_batches=1, time_budget=1e-6)
     first = run_pretraining(config)
     assert first["stopped_early"] and first["step"] == 1
     assert [r["step"] for r in first["held_out"]] == [1]
     assert set(first["baselines"]) == {"unigram_id", "unigram_accuracy", "nsp_majority_accuracy"}
-    # ... a rerun with another model or data shape is refused naming the flag (R45) ...
-    bigger = dataclasses.replace(config, size=dict(SIZE, hidden_dim=32))
-    with pytest.raises(ValueError, match=r"hidden_dim \(--hidden-dim\): 16 -> 32"):
-        run_pretraining(bigger)
-    with pytest.raises(ValueError, match=r"sequence_length \(--sequence-length\): 16 -> 8"):
-        run_pretraining(dataclasses.replace(config, sequence_length=8))
+    # ... a rerun with another model or data shape is refused naming the flag, before any
+    # model is built (R45) ...
+    with monkeypatch.context() as patch:
+        patch.setattr(pretraining_run, "_build_model", _refuse_to_build)
+        bigger = dataclasses.replace(config, size=dict(SIZE, hidden_dim=32))
+        with pytest.raises(ValueError, match=r"hidden_dim \(--hidden-dim\): 16 -> 32"):
+            run_pretraining(bigger)
+        with pytest.raises(ValueError, match=r"sequence_length \(--sequence-length\): 16 -> 8"):
+            run_pretraining(dataclasses.replace(config, sequence_length=8))
     # ... and the same run continues, with other steps, learning rate and no budget.
     again = run_pretraining(dataclasses.replace(config, time_budget=None, steps=2, learning_rate=5e-4))
     assert again["resumed_from"] == 1 and again["step"] == 2 and not again["stopped_early"]
