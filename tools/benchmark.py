@@ -27,6 +27,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from tools._startup import import_tensorflow  # noqa: E402
+
 SECTIONS = ("backbone", "tokenizer", "pretraining_data", "pretraining")
 DOC = ROOT / "docs" / "benchmarks.md"
 HEADER = """# Benchmarks
@@ -53,6 +56,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="Fewer repetitions; for smoke runs.")
     parser.add_argument("--no-write", action="store_true", help="Print only; leave docs/benchmarks.md alone.")
     args = parser.parse_args(argv)
+    import_tensorflow()  # the sections import it; here, without its start-up noise
     for name in args.only or SECTIONS:
         module = importlib.import_module(f"tools.bench.{name}")
         stamp = f"_Measured {datetime.date.today().isoformat()} on {platform.machine()}, Python {platform.python_version()}._"

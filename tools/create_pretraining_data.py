@@ -23,6 +23,8 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tools._startup import import_tensorflow  # noqa: E402
+
 
 def _bool(text):
     if text.lower() in ("1", "true", "yes", "y"):
@@ -54,22 +56,26 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                    help="Shards in flight at once in this process's pipeline (with --num_workers 1).")
     p.add_argument("--no_progress", action="store_true", help="No progress line on stderr.")
+    p.add_argument("--strict", action="store_true",
+                   help="Exit with status 1 when the report warns (no instance, [UNK] > 1%%, invalid UTF-8 in "
+                        "> 1%% of lines, > 10%% same-document 'random next' pairs, > 50%% single-sentence "
+                        "documents, empty input files). The outputs are written either way.")
     return p.parse_args(argv)
 
 
 def main(argv=None):
+    args = parse_args(argv)  # before TensorFlow (seconds): --help and bad flags answer at once
+    import_tensorflow()
+    from keras_bert_zoo.data.documents import resolve_files  # the package imports TensorFlow
     from keras_bert_zoo.data.pretraining_report import format_report
     from keras_bert_zoo.data.pretraining_writer import write_pretraining_tfrecords
 
-    args = parse_args(argv)
     if args.vocab_file:
         if not os.path.isfile(args.vocab_file):
             sys.exit(f"error: --vocab_file {args.vocab_file!r} does not exist.")
         spec = {"vocabulary": args.vocab_file, "lowercase": True if args.do_lower_case is None else args.do_lower_case}
     else:
         spec = {"preset": args.preset, "lowercase": args.do_lower_case}
-    from keras_bert_zoo.data.documents import resolve_files
-
     try:
         num_workers = max(1, min(args.num_workers, len(resolve_files(args.input_file))))
         report = write_pretraining_tfrecords(
@@ -83,6 +89,10 @@ def main(argv=None):
         sys.exit(f"error: {e}")
     print(format_report(report))
     print("Wrote " + ", ".join(report["outputs"]) + f" and {report['report_prefix']}.report.{{json,txt}}")
+    for warning in report["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.strict and report["warnings"]:
+        sys.exit(f"error: --strict: the report has {len(report['warnings'])} warning(s), above.")
 
 
 if __name__ == "__main__":

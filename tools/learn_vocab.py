@@ -16,7 +16,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from keras_bert_zoo.text.vocabulary import learn_vocabulary, save_vocabulary  # noqa: E402
+from tools._startup import import_tensorflow  # noqa: E402
 
 
 def _count_lines(paths):
@@ -41,6 +41,9 @@ def main(argv=None):
     missing = [f for f in args.files if not os.path.isfile(f)]
     if missing:
         parser.error(f"input files not found: {missing}")
+    # The package imports TensorFlow (seconds): only after argparse, so --help answers at once.
+    import_tensorflow()
+    from keras_bert_zoo.text.vocabulary import learn_vocabulary, save_vocabulary
     bar = None
     if not args.no_progress:
         from tqdm import tqdm

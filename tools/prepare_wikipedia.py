@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert_zoo.data import wikipedia  # noqa: E402
+from tools._startup import import_tensorflow  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -33,6 +33,10 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    # The package imports TensorFlow (seconds): only after argparse, so --help answers at once.
+    import_tensorflow()
+    from keras_bert_zoo.data import wikipedia
+
     stats = wikipedia.prepare_wikipedia(
         args.input or wikipedia.sample_dump_path(),
         args.output,

@@ -9,6 +9,17 @@ from keras_bert_zoo.data.nsp_instances import STAT_KEYS
 
 EXTRA_KEYS = ("empty_documents", "invalid_utf8_lines", "masked", "mask_cap_hits", "mask_replaced", "mask_kept")
 
+# Past these rates a report warns (its "warnings"; `create_pretraining_data --strict` fails).
+# Each is far from a usable corpus: English Wikipedia with a fitting vocabulary has [UNK]
+# well under 0.1%, no invalid UTF-8, almost no same-document pairs (a window holds 256
+# documents), a few % single-sentence documents. A run that gives no instance always warns.
+WARNING_THRESHOLDS = {
+    "unknown_tokens": 0.01,  # of tokens
+    "invalid_utf8_lines": 0.01,  # of lines with text
+    "same_document_fallback": 0.10,  # of "random next" pairs
+    "single_segment_documents": 0.50,  # of documents
+}
+
 
 def empty_totals(sequence_length):
     totals = {k: 0 for k in STAT_KEYS + EXTRA_KEYS}
@@ -66,7 +77,7 @@ def summarize(totals, options, files=(), empty_files=(), epochs=1):
     counts = dict(t)
     counts["documents_per_epoch"] = t["documents"] // per_epoch_docs
     counts["tokens_per_epoch"] = t["tokens"] // per_epoch_docs
-    return {
+    report = {
         "counts": counts,
         "rates": rates,
         "length_histogram": hist,
@@ -75,6 +86,42 @@ def summarize(totals, options, files=(), empty_files=(), epochs=1):
         "empty_files": list(empty_files),
         "epochs": epochs,
     }
+    report["warnings"] = report_warnings(report)
+    return report
+
+
+def report_warnings(report):
+    """What a user should know before training on this data: a list of str (empty if none).
+
+    One message per crossed `WARNING_THRESHOLDS` rate, for a run without any instance,
+    and for empty input files; each says what it usually means.
+    """
+    c, r, limit = report["counts"], report["rates"], WARNING_THRESHOLDS
+    found = []
+    if c["instances"] == 0:
+        found.append("no training instance was generated: the input has no text the vocabulary can "
+                     "tokenize (empty files or documents?).")
+    if r["unknown_tokens"] > limit["unknown_tokens"]:
+        found.append(f"[UNK] is {r['unknown_tokens']:.1%} of the tokens (warning above "
+                     f"{limit['unknown_tokens']:.0%}): the vocabulary or the lower-casing does not fit the "
+                     "text, or an input is not text.")
+    invalid = _rate(c["invalid_utf8_lines"], c["segments"]) if c["segments"] else float(c["invalid_utf8_lines"])
+    if invalid > limit["invalid_utf8_lines"]:
+        found.append(f"{c['invalid_utf8_lines']} lines held invalid UTF-8 (bad bytes dropped), "
+                     f"{invalid:.1%} of the lines with text (warning above {limit['invalid_utf8_lines']:.0%}): "
+                     "is an input binary or in another encoding?")
+    if r["same_document_fallback"] > limit["same_document_fallback"]:
+        found.append(f"{r['same_document_fallback']:.1%} of the 'random next' segments came from the same "
+                     f"document (warning above {limit['same_document_fallback']:.0%}): too few documents "
+                     f"({c['documents_per_epoch']}) for next-sentence prediction; separate documents by a "
+                     "blank line.")
+    if r["single_segment_documents"] > limit["single_segment_documents"]:
+        found.append(f"{r['single_segment_documents']:.1%} of the documents have a single sentence (warning "
+                     f"above {limit['single_segment_documents']:.0%}): the input format is one sentence per "
+                     "line, a blank line between documents.")
+    if report["empty_files"]:
+        found.append(f"{len(report['empty_files'])} input file(s) are empty: {', '.join(report['empty_files'])}.")
+    return found
 
 
 def _histogram_lines(hist, bins=8, width=40):
@@ -104,7 +151,8 @@ def format_report(report):
         f"  [UNK] rate: {r['unknown_tokens']:.3%}; lines with invalid UTF-8 (bad bytes dropped): {c['invalid_utf8_lines']}",
         "  length histogram (real tokens per instance):",
     ]
-    return "\n".join(lines + _histogram_lines(report["length_histogram"])) + "\n"
+    warnings = [f"  WARNING: {w}" for w in report.get("warnings", [])]
+    return "\n".join(lines + _histogram_lines(report["length_histogram"]) + warnings) + "\n"
 
 
 def write_report(report, output_prefix):

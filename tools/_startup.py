@@ -1,0 +1,95 @@
+"""Tool start-up: parse the arguments first, then import TensorFlow without its start-up noise.
+
+Importing TensorFlow takes seconds, so a tool imports it (and the package, which
+imports it) only after `argparse` is done: `--help` and argument errors come at once.
+
+While its C++ libraries load and look for devices, TensorFlow 2.21 writes lines that
+`TF_CPP_MIN_LOG_LEVEL` does not stop, because they come before its logging is set up
+or are error-level (measured on a CPU-only machine, TF_CPP_MIN_LOG_LEVEL=2; each of the
+first three twice, once per library):
+
+    WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+    I0000 ... port.cc:153] oneDNN custom operations are on. You may see slightly different ...
+    I0000 ... cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used.
+    E0000 ... cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: ... UNKNOWN ERROR (303)
+
+No environment variable silences the first three (TF_CPP_MIN_LOG_LEVEL=3 hides only the
+last, and every later error with it). So `import_tensorflow` sends file descriptor 2 to a
+temporary file during the import and the device search, and passes on every line but
+these: the absl banner, log lines below `TF_CPP_MIN_LOG_LEVEL`, and the "no CUDA" lines
+when no GPU was found (a CPU-only machine is a normal one). Everything else, and
+everything when the import fails, reaches stderr unchanged.
+"""
+
+import os
+import re
+import sys
+import tempfile
+
+_BANNER = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
+# absl's format: severity letter, MMDD, time, thread id, file:line]
+_LOG_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+ +\d+ [^\]]*\] ")
+_NO_CUDA = re.compile(r"failed call to cuInit|Could not find cuda drivers|Unable to register cu(DNN|FFT|BLAS) factory")
+_LEVELS = "IWEF"
+
+
+def startup_noise_filter(text, gpu_found, min_level):
+    """The lines of `text` worth showing: all but TensorFlow's start-up noise (see module doc).
+
+    Args:
+        text: str. What TensorFlow wrote to stderr during its import.
+        gpu_found: bool. Whether TensorFlow found a GPU (if so, "no CUDA" lines are kept).
+        min_level: int. `TF_CPP_MIN_LOG_LEVEL`: log lines of a lower severity are dropped.
+
+    Returns:
+        str: the remaining lines.
+    """
+    kept = []
+    for line in text.splitlines(keepends=True):
+        match = _LOG_LINE.match(line)
+        if line.rstrip("\n") == _BANNER:
+            continue
+        if match and _LEVELS.index(match.group(1)) < min_level:
+            continue
+        if not gpu_found and _NO_CUDA.search(line):
+            continue
+        kept.append(line)
+    return "".join(kept)
+
+
+def import_tensorflow():
+    """Imports TensorFlow and finds its devices, with the start-up noise filtered out of stderr.
+
+    Returns:
+        the `tensorflow` module.
+    """
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" in sys.modules:  # imported already (a test, or the caller): nothing to filter
+        return sys.modules["tensorflow"]
+    try:
+        min_level = int(os.environ["TF_CPP_MIN_LOG_LEVEL"])
+    except ValueError:
+        min_level = 0
+    sys.stderr.flush()
+    saved = os.dup(2)
+    gpu_found = None
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow as tf
+
+            # Device discovery is where the cuInit error is logged; listing devices does
+            # not initialise the runtime, so strategies can still be configured after.
+            gpu_found = bool(tf.config.list_physical_devices("GPU"))
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode("utf-8", "replace")
+            if gpu_found is not None:  # a failed import shows everything it wrote
+                text = startup_noise_filter(text, gpu_found, min_level)
+            sys.stderr.write(text)
+            sys.stderr.flush()
+    return tf
