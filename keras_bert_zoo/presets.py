@@ -1,4 +1,7 @@
-"""Resolves preset names (registry names, aliases, Google folder names) to configs.
+"""The preset registry: names, aliases and Google folder names -> registry entries.
+
+Reading a local preset (its config, its casing) is `keras_bert_zoo.weights`' work;
+this module only knows the registry.
 
 The registry lives in `presets/registry.json` at the repository root (installed to
 `<prefix>/share/keras_bert_zoo/presets/registry.json` by a non-editable install).
@@ -10,6 +13,8 @@ import json
 import os
 import pathlib
 import sys
+
+from keras_bert_zoo.utils import files
 
 CONFIG_KEYS = (
     "vocabulary_size",
@@ -69,14 +74,41 @@ def is_local_preset(preset):
     return os.path.exists(path) or os.path.exists(path + ".index")
 
 
+def _interrupted_save_hint(path):
+    """Points to the copy a save killed between its two renames left (`.old-<name>-…`)."""
+    absolute = os.path.abspath(path)
+    copies = files.interrupted_copies(absolute)
+    if not copies:
+        return ""
+    return f" An interrupted save left its previous version at {copies[0]}: rename it to {absolute} to use it."
+
+
+def _refuse_missing_path(name):
+    """A name with a path separator is a path: if nothing is there, that is the error."""
+    path = name.strip().rstrip("/" + os.sep)
+    if not any(sep in path for sep in {"/", os.sep}) or is_local_preset(path):
+        return
+    absolute = os.path.abspath(path)
+    message = f"No such directory or file: {name!r} ({absolute} does not exist).{_interrupted_save_hint(path)}"
+    key = os.path.basename(path).lower()
+    if key.endswith(".zip"):
+        key = key[: -len(".zip")]
+    if key in _alias_table():
+        message += f" (To load the registry preset instead, pass {_alias_table()[key]!r}.)"
+    raise ValueError(message)
+
+
 def resolve_name(name):
     """Maps a registry name, alias or Google folder name to the registry name.
 
     Raises:
-        ValueError: unknown name; the message lists the closest known names.
+        ValueError: unknown name; the message lists the closest known names. A name
+            with a path separator is a path, never a registry name: if nothing exists
+            there, the error says so (the registry name is only a hint).
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"`preset` must be a non-empty string. Received: preset={name!r}.")
+    _refuse_missing_path(name)
     key = name.strip().lower().rstrip("/")
     if key.endswith(".zip"):
         key = key[: -len(".zip")]
@@ -90,22 +122,10 @@ def resolve_name(name):
     raise ValueError(
         f"Unknown preset {name!r}.{hint} Known presets: keras_bert_zoo.list_presets() "
         "(or pass a local directory or zip in our, Google's or HF's layout)."
+        + _interrupted_save_hint(name.strip())
     )
 
 
 def get_preset(name):
     """Returns the registry entry (a dict) for a name, alias or Google folder name."""
     return load_registry()[resolve_name(name)]
-
-
-def get_preset_config(preset):
-    """Returns the backbone config for a preset name, a registry-style entry dict
-    (`{"name", "config", "weights": {...}}`) or a local checkpoint path."""
-    if isinstance(preset, dict):
-        return {key: preset["config"][key] for key in CONFIG_KEYS}
-    if is_local_preset(preset):
-        from keras_bert_zoo.weights import loading
-
-        return loading.read_local_config(preset)
-    entry = get_preset(preset)
-    return {key: entry["config"][key] for key in CONFIG_KEYS}

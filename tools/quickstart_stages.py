@@ -133,7 +133,7 @@ def _data_report(pretraining, corpus, tokenizer, args, run):
 
 def model_size(args):
     """The `--size` preset's architecture (the learned vocabulary replaces its own); tiny: 2×256."""
-    from keras_bert_zoo.presets import get_preset_config
+    from keras_bert_zoo.weights.preset_config import get_preset_config
 
     if args.size is None:
         # Hidden 256, not smaller: with BERT's init (stddev 0.02) the attention path's

@@ -6,11 +6,17 @@ Written features (exactly `create_pretraining_data.py`'s): int64 `input_ids`,
 (1.0 real, 0.0 padding), int64 `next_sentence_labels` (1 = random next).
 """
 
+import mmap
+import os
+import struct
+
 import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.data.example_encoder import encode_examples
 from keras_bert_zoo.data.pretraining import to_batch_layout
+
+_LENGTH = struct.Struct("<Q")  # a TFRecord's little-endian uint64 record length
 
 # Shared-layout name → accepted names (ours, the original's, Model Garden's).
 FEATURE_ALIASES = {
@@ -44,10 +50,38 @@ def original_feature_spec(max_seq_length, max_predictions_per_seq):
     }
 
 
+def check_tfrecord_complete(path):
+    """Raises ValueError naming `path` if its last record is cut short.
+
+    A TFRecord is a chain of `length (8 bytes) | crc (4) | data | crc (4)`; walking the
+    lengths (~2 µs a record; the records are not parsed) finds a copy or a writer that was cut short,
+    which TensorFlow would report mid-training as "truncated record at N" without a file name.
+    """
+    size = os.path.getsize(path)
+    offset = 0
+    if size:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            while offset + 8 <= size:
+                offset += 16 + _LENGTH.unpack_from(mm, offset)[0]
+    if offset != size:
+        raise ValueError(
+            f"The TFRecord file {path} is truncated or not a TFRecord file: its records end at byte "
+            f"{offset:,} but the file has {size:,} bytes. Re-create or copy it again, or leave it "
+            "out of `pattern`."
+        )
+
+
 def _inspect_first_record(path):
     """Returns {feature name: (kind, length)} of the first record of `path`."""
-    for raw in tf.data.TFRecordDataset(path).take(1):
-        example = tf.train.Example.FromString(raw.numpy())
+    try:
+        records = [raw.numpy() for raw in tf.data.TFRecordDataset(path).take(1)]
+    except tf.errors.OpError as e:
+        raise ValueError(f"The TFRecord file {path} cannot be read: {e.message}") from e
+    for raw in records:
+        try:
+            example = tf.train.Example.FromString(raw)
+        except Exception as e:  # protobuf's DecodeError, whose module differs by backend
+            raise ValueError(f"The first record of {path} is not a tf.train.Example ({e}).") from e
         out = {}
         for name, feature in example.features.feature.items():
             kind = feature.WhichOneof("kind")
@@ -101,6 +135,9 @@ def read_pretraining_tfrecords(pattern, batch_size, shuffle=False, seed=12345, n
     paths = [p for p in resolve_files(pattern) if not p.endswith((".report.json", ".report.txt"))]
     if not paths:
         raise ValueError(f"`pattern` matches only report files, no TFRecord. Received: pattern={pattern!r}.")
+    for path in paths:
+        if os.path.isfile(path):  # local files; remote ones (gs://) are read by TensorFlow only
+            check_tfrecord_complete(path)
     found = None
     for path in paths:
         found = _inspect_first_record(path)

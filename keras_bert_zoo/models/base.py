@@ -5,7 +5,7 @@
 
 import keras
 
-from keras_bert_zoo import presets
+from keras_bert_zoo.weights import preset_config
 from keras_bert_zoo.weights import mapping
 
 
@@ -37,7 +37,7 @@ class Backbone(keras.Model):
         return cls(**config)
 
     @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
+    def from_preset(cls, preset, load_weights=True, verify=True, **kwargs):
         """Builds the backbone of a preset: a registry name, an alias, or a local path.
 
         Args:
@@ -46,17 +46,19 @@ class Backbone(keras.Model):
                 or HF's layout.
             load_weights: bool. Load the preset's weights (downloading and verifying them
                 once into the cache). `False` builds the architecture with random weights.
+            verify: bool. Check a saved preset's files against its manifest; `False`
+                accepts your own edits of its `config.json` / `vocab.txt`. Defaults to True.
             **kwargs: overrides of config fields, e.g. `dropout=0.0` or `dtype="mixed_bfloat16"`.
 
         Returns:
             The backbone.
         """
-        config = dict(presets.get_preset_config(preset))
+        config = dict(preset_config.get_preset_config(preset))
         config.update(kwargs)
         model = cls(**config)
         if load_weights:
             # Imported here: weights/ depends on models/, not the other way round.
             from keras_bert_zoo.weights import loading
 
-            loading.load_backbone_weights(model, preset)
+            loading.load_backbone_weights(model, preset, verify=verify)
         return model

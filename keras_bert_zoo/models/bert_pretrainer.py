@@ -235,7 +235,7 @@ class BertPretrainer(Task):
         }
 
     @classmethod
-    def from_preset(cls, preset, load_weights=True, nsp=True, objective="mlm", **kwargs):
+    def from_preset(cls, preset, load_weights=True, nsp=True, objective="mlm", verify=True, **kwargs):
         """Builds the pretrainer of a preset, with the heads' weights where the checkpoint has them.
 
         Args:
@@ -243,6 +243,8 @@ class BertPretrainer(Task):
             load_weights: bool. Load backbone and head weights. Defaults to True.
             nsp: bool. Defaults to True.
             objective: str. `"mlm"` or `"ltr"` (sets `causal=True` on the backbone).
+            verify: bool. Check a saved preset's files against its manifest; `False` accepts
+                your own edits of its `config.json` / `vocab.txt`. Defaults to True.
             **kwargs: backbone config overrides (`dropout=0.0`, `dtype="mixed_bfloat16"`).
 
         Returns:
@@ -250,18 +252,13 @@ class BertPretrainer(Task):
         """
         if objective == "ltr":
             kwargs.setdefault("causal", True)
-        backbone = BertBackbone.from_preset(preset, load_weights=load_weights, **kwargs)
+        backbone = BertBackbone.from_preset(preset, load_weights=load_weights, verify=verify, **kwargs)
         pretrainer = cls(backbone, nsp=nsp, objective=objective)
         if load_weights:
-            try:
-                from keras_bert_zoo.weights.loading import load_pretrainer_weights
-            except ImportError as error:
-                raise ImportError(
-                    "Loading pretraining-head weights needs "
-                    "`keras_bert_zoo.weights.loading.load_pretrainer_weights`, which is not "
-                    f"available ({error}). Pass load_weights=False for random heads."
-                ) from error
-            load_pretrainer_weights(pretrainer, preset)
+            # Imported here, as in `Backbone.from_preset`: weights/ is imported after models/.
+            from keras_bert_zoo.weights.loading import load_pretrainer_weights
+
+            load_pretrainer_weights(pretrainer, preset, verify=verify)
         return pretrainer
 
 

@@ -1,6 +1,5 @@
 """`BertPreprocessor`: raw strings (or pairs) -> the backbone's inputs, in-graph."""
 
-import os
 import warnings
 
 import keras
@@ -9,47 +8,8 @@ from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.segment_packer import TRUNCATE, SegmentPacker
 from keras_bert_zoo.text.vocabulary import load_vocabulary
 from keras_bert_zoo.utils import keras_internals
-
-
-def preset_lowercase(preset, tokens=None):
-    """Whether a preset's vocabulary is uncased.
-
-    Registry entries say so (`lowercase`); for a local path the name decides as in the
-    original `validate_case_matches_checkpoint` ("uncased"/"cased" in it), else the
-    vocabulary does (no upper-case token: uncased).
-    """
-    from keras_bert_zoo import presets
-
-    if not presets.is_local_preset(preset):
-        entry = presets.get_preset(preset)
-        if "lowercase" in entry:
-            return bool(entry["lowercase"])
-    else:
-        stored = _local_preset_lowercase(preset)
-        if stored is not None:
-            return stored
-    name = os.path.basename(os.path.normpath(os.fspath(preset))).lower()
-    if "uncased" in name:
-        return True
-    if "cased" in name:
-        return False
-    if tokens is not None:
-        return not any(c.isupper() for t in tokens if not t.startswith("[") for c in t)
-    return True
-
-
-def _local_preset_lowercase(preset):
-    """The `lowercase` field of a local preset in our layout, else None."""
-    try:
-        from keras_bert_zoo.weights import preset_format, sources
-
-        layout, directory = sources.locate(preset)
-        if layout == "keras_bert_zoo":
-            value = preset_format.read_preset_config(directory).get("lowercase")
-            return None if value is None else bool(value)
-    except (ImportError, ValueError, OSError, KeyError):
-        pass
-    return None
+from keras_bert_zoo.weights.loading import get_preset_vocabulary
+from keras_bert_zoo.weights.preset_config import preset_lowercase
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -167,13 +127,6 @@ class BertPreprocessor(keras.layers.Layer):
                 contradicts it warns, as the original `validate_case_matches_checkpoint`.
             **kwargs: more `BertTokenizer` arguments (`strip_accents`, `errors`, ...).
         """
-        try:
-            from keras_bert_zoo.weights.loading import get_preset_vocabulary
-        except ImportError as e:  # pragma: no cover - the weights package is part of the library
-            raise ValueError(
-                f"Cannot resolve the vocabulary of preset {preset!r}: keras_bert_zoo.weights is "
-                f"unavailable ({e}). Build BertTokenizer(vocabulary=...) yourself."
-            ) from e
         tokens = load_vocabulary(get_preset_vocabulary(preset))
         expected = preset_lowercase(preset, tokens)
         if lowercase is not None and bool(lowercase) != expected:

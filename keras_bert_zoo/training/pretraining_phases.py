@@ -20,7 +20,7 @@ def backbone_shape(preset, size, vocabulary_size=None):
     if preset is None:
         shape = {"vocabulary_size": vocabulary_size, "max_sequence_length": 512}  # BertBackbone's default
     else:
-        from keras_bert_zoo.presets import get_preset_config
+        from keras_bert_zoo.weights.preset_config import get_preset_config
 
         shape = dict(get_preset_config(preset))
     shape.update(size)

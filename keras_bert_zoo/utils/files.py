@@ -1,24 +1,103 @@
-"""Artifact file I/O: atomic writes, sha256 hashes and safe archive extraction.
+"""Artifact file I/O: atomic writes and sha256 hashes (archives: `utils/archives.py`).
 
 Every file keras_bert_zoo writes as an artifact (preset directories, converted
 checkpoints, cache records) goes through this module, so that a crash mid-write
 never leaves a half-written file under the final name (write to a temporary name
-in the same directory, then `os.replace`), and every archive is checked member
-by member before anything is written (R14).
+in the same directory, then `os.replace`); what a killed write leaves behind is
+removed by the next write of the same path. New files get the user's umask.
 """
 
 import contextlib
 import hashlib
 import json
 import os
-import pathlib
+import re
 import shutil
-import stat
-import tarfile
 import tempfile
-import zipfile
+import threading
 
 _CHUNK = 1 << 20
+_umask_lock = threading.Lock()
+
+
+def _umask():
+    """The process umask (read by setting and restoring it, under a lock)."""
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def give_default_mode(path):
+    """Sets a file's mode to what a new file gets under the umask (0666 - umask), for
+    writers that create theirs 0600 (tempfile, safetensors)."""
+    os.chmod(path, 0o666 & ~_umask())
+
+
+def _temp_prefix(kind, path):
+    """`.tmp-<name>-<pid>-` / `.old-<name>-<pid>-`: the pid tells a later save whether the
+    writer of a leftover sibling is still running."""
+    return f".{kind}-{os.path.basename(path)}-{os.getpid()}-"
+
+
+def _is_stale(name, kind, base):
+    """True if `name` is a `.tmp-`/`.old-` sibling of `base` whose writer is gone."""
+    # tempfile's random suffixes are [a-z0-9_]; an exact match keeps `.tmp-run-2-…` (of
+    # `run-2`) from being taken for a leftover of `run`.
+    match = re.fullmatch(rf"\.{kind}-{re.escape(base)}-(?:(\d+)-)?[a-z0-9_]+", name)
+    if match is None:
+        return False
+    if match.group(1) is None:
+        return True  # written before the pid was part of the name
+    pid = int(match.group(1))
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
+def interrupted_copies(path):
+    """The `.old-*` copies an interrupted save left of `path` (newest first).
+
+    A save killed between its two renames leaves the previous version under a hidden
+    `.old-<name>-…` name and nothing under `path`; these are the copies to restore.
+    """
+    path = os.path.abspath(os.fspath(path))
+    parent, base = os.path.dirname(path), os.path.basename(path)
+    if not os.path.isdir(parent):
+        return []
+    found = [os.path.join(parent, n) for n in os.listdir(parent) if _is_stale(n, "old", base)]
+    return sorted(found, key=os.path.getmtime, reverse=True)
+
+
+def remove_stale_siblings(path):
+    """Removes `.tmp-*` / `.old-*` siblings of `path` left by killed writers.
+
+    Siblings of a writer that is still running (its pid is alive) are kept. An `.old-*`
+    copy is kept while `path` itself is missing: it is then the only copy.
+    """
+    path = os.path.abspath(os.fspath(path))
+    parent, base = os.path.dirname(path), os.path.basename(path)
+    if not os.path.isdir(parent):
+        return []
+    removed = []
+    for name in os.listdir(parent):
+        old = _is_stale(name, "old", base)
+        if not (_is_stale(name, "tmp", base) or (old and os.path.exists(path))):
+            continue
+        stale = os.path.join(parent, name)
+        if os.path.isdir(stale) and not os.path.islink(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(stale)
+        removed.append(stale)
+    return removed
 
 
 def sha256_file(path):
@@ -39,8 +118,10 @@ def atomic_path(path):
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=directory)
+    remove_stale_siblings(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix("tmp", path), dir=directory)
     os.close(fd)
+    give_default_mode(tmp)  # mkstemp creates 0600
     try:
         yield tmp
         os.replace(tmp, path)
@@ -69,9 +150,18 @@ def atomic_write_json(path, obj):
 
 
 def read_json(path):
-    """Reads a JSON file (UTF-8) and returns the object."""
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """Reads a JSON file (UTF-8) and returns the object.
+
+    Raises:
+        ValueError: the file is not valid UTF-8 JSON; the message names the file.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(
+            f"{os.fspath(path)} is not valid JSON ({e}). Fix the file or restore it from where it came from."
+        ) from e
 
 
 @contextlib.contextmanager
@@ -80,17 +170,29 @@ def atomic_directory(path):
 
     An existing `path` is moved aside first and removed only after the new
     directory is in place, so a failure at any point leaves the old one intact
-    (or restores it).
+    (or restores it). Leftovers of a killed earlier write (`.tmp-*`, `.old-*`
+    siblings whose process is gone) are removed first.
+
+    Raises:
+        ValueError: `path` is an existing file, not a directory.
     """
     path = os.path.abspath(os.fspath(path))
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ValueError(
+            f"`path` is an existing file, not a directory. Received: path={path!r}. "
+            "Pass a new or existing directory; the file is left as it is."
+        )
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=parent)
+    remove_stale_siblings(path)
+    tmp = tempfile.mkdtemp(prefix=_temp_prefix("tmp", path), dir=parent)
+    # mkdtemp creates 0700; the directory gets the mode any other new one would.
+    os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
         backup = None
         if os.path.exists(path):
-            backup = tempfile.mkdtemp(prefix=".old-" + os.path.basename(path) + "-", dir=parent)
+            backup = tempfile.mkdtemp(prefix=_temp_prefix("old", path), dir=parent)
             os.rmdir(backup)
             os.replace(path, backup)
         try:
@@ -104,93 +206,3 @@ def atomic_directory(path):
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _check_member_path(archive, name, target):
-    """Raises ValueError if the member `name` would land outside `target`."""
-    if not name or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
-        raise ValueError(
-            f"Refusing archive {archive}: member {name!r} has an absolute path. "
-            "Nothing was extracted; repack the archive with relative paths."
-        )
-    parts = pathlib.PurePosixPath(name.replace("\\", "/")).parts
-    if ".." in parts:
-        raise ValueError(
-            f"Refusing archive {archive}: member {name!r} points outside the extraction "
-            "directory ('..'). Nothing was extracted."
-        )
-    resolved = os.path.realpath(os.path.join(target, name))
-    if os.path.commonpath([resolved, os.path.realpath(target)]) != os.path.realpath(target):
-        raise ValueError(f"Refusing archive {archive}: member {name!r} escapes the target directory.")
-
-
-def _zip_is_link(info):
-    mode = info.external_attr >> 16
-    return stat.S_ISLNK(mode)
-
-
-def _check_zip(archive, zf, target):
-    for info in zf.infolist():
-        _check_member_path(archive, info.filename, target)
-        if _zip_is_link(info):
-            raise ValueError(
-                f"Refusing archive {archive}: member {info.filename!r} is a symbolic link. "
-                "Nothing was extracted."
-            )
-
-
-def _check_tar(archive, tf, target):
-    for member in tf.getmembers():
-        _check_member_path(archive, member.name, target)
-        if member.issym() or member.islnk():
-            link = member.linkname
-            base = os.path.dirname(member.name) if member.issym() else ""
-            joined = os.path.normpath(os.path.join(target, base, link))
-            inside = os.path.commonpath([joined, os.path.abspath(target)]) == os.path.abspath(target)
-            if os.path.isabs(link) or not inside:
-                kind = "symbolic link" if member.issym() else "hard link"
-                raise ValueError(
-                    f"Refusing archive {archive}: member {member.name!r} is a {kind} to "
-                    f"{link!r}, outside the extraction directory. Nothing was extracted."
-                )
-        elif not (member.isfile() or member.isdir()):
-            raise ValueError(
-                f"Refusing archive {archive}: member {member.name!r} is a device or FIFO."
-            )
-
-
-def safe_extract(archive, target):
-    """Extracts a zip or tar archive into `target`, refusing it whole if any member is unsafe.
-
-    Unsafe members (R14): absolute paths, `..` components, symbolic links in a zip,
-    symbolic or hard links in a tar pointing outside `target`, devices. All members
-    are checked before the first byte is written; extraction goes to a temporary
-    directory that replaces `target` only when complete.
-
-    Args:
-        archive: str. Path of a `.zip`, `.tar`, `.tar.gz` or `.tgz` file.
-        target: str. Directory to create (replaced if it exists).
-
-    Returns:
-        The target directory.
-
-    Raises:
-        ValueError: an unsafe member (named) or an unknown archive type.
-    """
-    archive = os.fspath(archive)
-    target = os.path.abspath(os.fspath(target))
-    with atomic_directory(target) as tmp:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as zf:
-                _check_zip(archive, zf, tmp)
-                zf.extractall(tmp)
-        elif tarfile.is_tarfile(archive):
-            with tarfile.open(archive) as tf:
-                _check_tar(archive, tf, tmp)
-                tf.extractall(tmp, filter="tar")
-        else:
-            raise ValueError(
-                f"`archive` is neither a zip nor a tar file. Received: archive={archive!r}. "
-                "Pass a .zip or .tar.gz of the checkpoint directory."
-            )
-    return target

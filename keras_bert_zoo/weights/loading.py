@@ -16,21 +16,13 @@ from keras_bert_zoo.weights import mapping, preset_format, sources
 logger = logging.getLogger("keras_bert_zoo.weights")
 
 
-def read_local_config(path):
-    """Returns the `BertBackbone` config of a local preset directory, zip or checkpoint.
+def read_preset_tensors(preset, verify=True):
+    """Returns `({canonical name: array}, source)` for any preset (see module doc).
 
-    Reads our `config.json`, Google's `bert_config.json` or HF's `config.json`
-    (extra keys tolerated; `hidden_act` `"gelu"` → `"gelu"`, `"gelu_new"` /
-    `"gelu_pytorch_tanh"` → `"gelu_approximate"`).
+    `verify=False` accepts hand edits of our preset's files (see `preset_format.verify_preset`).
     """
-    layout, directory = sources.locate(path)
-    return sources.read_config(layout, directory)
-
-
-def read_preset_tensors(preset):
-    """Returns `({canonical name: array}, source)` for any preset (see module doc)."""
     layout, directory = sources.locate(preset)
-    return sources.read_tensors(layout, directory)
+    return sources.read_tensors(layout, directory, verify=verify)
 
 
 def get_preset_vocabulary(preset):
@@ -71,8 +63,8 @@ def _check_unexpected(tensors, targets, source):
         )
 
 
-def _load(targets, preset):
-    tensors, source = read_preset_tensors(preset)
+def _load(targets, preset, verify=True):
+    tensors, source = read_preset_tensors(preset, verify=verify)
     return _assign(targets, tensors, source)
 
 
@@ -83,7 +75,7 @@ def _assign(targets, tensors, source):
     return {"source": str(source), "loaded": len(targets), "unused_heads": unused}
 
 
-def load_backbone_weights(backbone, preset):
+def load_backbone_weights(backbone, preset, verify=True):
     """Loads a preset's backbone weights into a `BertBackbone`.
 
     Every tensor's shape is checked before anything is assigned; a missing or
@@ -93,11 +85,12 @@ def load_backbone_weights(backbone, preset):
     Args:
         backbone: `keras_bert_zoo.BertBackbone`.
         preset: str or dict. Registry name, entry dict or local path.
+        verify: bool. Check our preset's files against its manifest. Defaults to True.
 
     Returns:
         dict with `source`, `loaded` (tensor count) and `unused_heads`.
     """
-    return _load(backbone.declared_variables(), preset)
+    return _load(backbone.declared_variables(), preset, verify=verify)
 
 
 MISSING_HEADS = ("warn", "error", "fresh")
@@ -159,7 +152,7 @@ def assign_declared_weights(model, tensors, source, missing_heads="warn"):
     return dict(_assign(targets, tensors, source), heads=heads)
 
 
-def load_pretrainer_weights(pretrainer, preset, missing_heads="warn"):
+def load_pretrainer_weights(pretrainer, preset, missing_heads="warn", verify=True):
     """Loads backbone, MLM head (transform, LayerNorm, output bias) and NSP head weights.
 
     A head is loaded whole or not at all: a head partly present in the checkpoint
@@ -170,12 +163,13 @@ def load_pretrainer_weights(pretrainer, preset, missing_heads="warn"):
         preset: str or dict. Registry name, entry dict or local path.
         missing_heads: str. A head the checkpoint lacks entirely (a bare `BertModel`
             save): `"warn"` (one log line, head left random; default) or `"error"`.
+        verify: bool. Check our preset's files against its manifest. Defaults to True.
 
     Returns:
         dict as `load_backbone_weights`, plus `heads`: the heads loaded (`"mlm"`,
         `"nsp"`), in that order.
     """
-    tensors, source = read_preset_tensors(preset)
+    tensors, source = read_preset_tensors(preset, verify=verify)
     return assign_declared_weights(pretrainer, tensors, source, missing_heads)
 
 

@@ -11,6 +11,7 @@ import os
 import re
 
 import numpy as np
+import safetensors
 import safetensors.numpy
 
 from keras_bert_zoo.utils import files
@@ -82,8 +83,24 @@ def canonical_to_hf(name):
     return f"{root}{module}.{leaf_map[leaf]}", leaf == "kernel"
 
 
-def _load_file(path):
-    tensors = safetensors.numpy.load_file(path)
+def load_file(path):
+    """Reads one `.safetensors` file into `{name: numpy array}`.
+
+    Raises:
+        ValueError: the file is truncated, not safetensors, or a PyTorch pickle under a
+            `.safetensors` name; the message names the file.
+    """
+    try:
+        tensors = safetensors.numpy.load_file(path)
+    except (safetensors.SafetensorError, OSError) as e:
+        with open(path, "rb") as f:
+            head = f.read(2)
+        # A pickle starts with the PROTO opcode 0x80; torch.save's zip format with "PK".
+        what = "a PyTorch pickle (never loaded)" if head[:1] == b"\x80" or head == b"PK" else "truncated or not safetensors"
+        raise ValueError(
+            f"{path} cannot be read as safetensors: it is {what} ({e}). Replace it with the "
+            "complete file (re-download or re-save it)."
+        ) from e
     return {k: np.asarray(v) for k, v in tensors.items()}
 
 
@@ -95,17 +112,17 @@ def load_safetensors(directory_or_file):
     """
     path = os.fspath(directory_or_file)
     if os.path.isfile(path):
-        return _load_file(path), path
+        return load_file(path), path
     index = os.path.join(path, "model.safetensors.index.json")
     if os.path.isfile(index):
         shards = sorted(set(files.read_json(index)["weight_map"].values()))
         tensors = {}
         for shard in shards:
-            tensors.update(_load_file(os.path.join(path, shard)))
+            tensors.update(load_file(os.path.join(path, shard)))
         return tensors, index
     single = os.path.join(path, "model.safetensors")
     if os.path.isfile(single):
-        return _load_file(single), single
+        return load_file(single), single
     raise ValueError(f"No model.safetensors in {path!r}.")
 
 
@@ -170,6 +187,7 @@ def write_hf_checkpoint(tensors, directory, config_json, vocabulary_path=None):
         hf[key] = np.ascontiguousarray(value.T if transpose else value).astype("float32")
     with files.atomic_path(os.path.join(directory, "model.safetensors")) as tmp:
         safetensors.numpy.save_file(hf, tmp, metadata={"format": "pt"})
+        files.give_default_mode(tmp)
     files.atomic_write_text(os.path.join(directory, "config.json"), json.dumps(config_json, indent=2) + "\n")
     if vocabulary_path is not None:
         with open(vocabulary_path, "rb") as f:

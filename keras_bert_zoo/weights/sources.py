@@ -1,18 +1,20 @@
 """Finds a preset's files: a registry entry (downloaded, verified, converted once into
 the cache) or a local directory / archive in our, Google's or HF's layout."""
 
+import logging
 import os
 import tarfile
 import urllib.parse
 import zipfile
 
 from keras_bert_zoo import presets
-from keras_bert_zoo.utils import files
+from keras_bert_zoo.utils import archives, files
 from keras_bert_zoo.weights import configs, download, google_checkpoint, preset_format
 from keras_bert_zoo.weights import safetensors_checkpoint
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 DOWNLOAD_RECORD = "download.json"
+logger = logging.getLogger("keras_bert_zoo.weights")
 
 
 def refuse_pickle(path):
@@ -72,7 +74,7 @@ def _extract_local_archive(path):
     target = os.path.join(download.cache_dir(), "local", digest[:32])
     marker = os.path.join(target, ".complete")
     if not os.path.isfile(marker):
-        files.safe_extract(path, target)
+        archives.safe_extract(path, target)
         files.atomic_write_text(marker, digest + "\n")
     return target
 
@@ -103,10 +105,14 @@ def read_config(layout, directory):
     return configs.backbone_config_from_foreign(files.read_json(path), source=path)
 
 
-def read_tensors(layout, directory):
-    """Returns `({canonical name: array}, source description)`."""
+def read_tensors(layout, directory, verify=True):
+    """Returns `({canonical name: array}, source description)`.
+
+    `verify=False` skips the manifest check of our presets (a hand-edited `config.json`
+    or `vocab.txt`); foreign checkpoints have no manifest.
+    """
     if layout == "keras_bert_zoo":
-        return preset_format.read_preset_tensors(directory), directory
+        return preset_format.read_preset_tensors(directory, verify=verify), directory
     if layout == "google":
         return google_checkpoint.read_google_tensors(directory), directory
     has_safetensors = any(n.endswith(".safetensors") or n == "model.safetensors.index.json" for n in os.listdir(directory))
@@ -151,7 +157,10 @@ def _verified_archive(entry, root):
     else:
         actual = download.download(url, archive, sha256=sha256, size=size, name=entry["name"])
     if not record:
-        # No hash in the registry: the first download's hash is recorded and verified later.
+        # No hash in the registry: trust on first use. The first download's hash is
+        # recorded and verified on every later load.
+        if not weights.get("sha256"):
+            logger.info("%s: no published sha256; recorded sha256 %s (trust on first use).", archive, actual)
         files.atomic_write_json(record_path, {"url": url, "sha256": actual, "size": os.path.getsize(archive)})
     return archive
 
@@ -175,7 +184,7 @@ def ensure_cached_preset(entry):
     archive = _verified_archive(entry, root)
     extracted = os.path.join(root, "extracted")
     try:
-        files.safe_extract(archive, extracted)
+        archives.safe_extract(archive, extracted)
         layout, directory = detect_layout(extracted)
         extra = {k: entry[k] for k in ("lowercase",) if k in entry}
         extra["source"] = {"name": entry["name"], "url": entry["weights"]["url"], "sha256": files.sha256_file(archive)}

@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from keras_bert_zoo.models.bert_backbone import BertBackbone
-from keras_bert_zoo.weights import download, loading
+from keras_bert_zoo.weights import download, loading, preset_config
 from tests.weights import weights_testlib as lib
 
 
@@ -54,7 +54,7 @@ def _entry(url, path, with_hash=True):
     data = path.read_bytes()
     return {
         "name": "test_tiny_en_uncased",
-        "config": loading.read_local_config(lib.fixture_dir("gelu")),
+        "config": preset_config.read_local_config(lib.fixture_dir("gelu")),
         "lowercase": True,
         "weights": {
             "url": f"{url}/{path.name}",

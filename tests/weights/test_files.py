@@ -1,4 +1,4 @@
-"""utils/files.py: atomic writes keep the old file on failure; unsafe archives are refused whole (R14)."""
+"""utils/files.py and utils/archives.py: atomic writes keep the old file on failure; unsafe archives are refused whole (R14)."""
 
 import io
 import os
@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from keras_bert_zoo.utils import files
+from keras_bert_zoo.utils import archives, files
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path):
@@ -70,7 +70,7 @@ def test_unsafe_zip_refused_whole(tmp_path, members, needle):
     archive = _zip(tmp_path / "a.zip", members)
     target = tmp_path / "out" / "x"
     with pytest.raises(ValueError, match=needle):
-        files.safe_extract(archive, target)
+        archives.safe_extract(archive, target)
     assert not target.exists() and not (tmp_path / "out" / "evil.txt").exists()
     assert not os.path.exists("/tmp/evil_abs.txt")
     assert os.listdir(tmp_path / "out") == []
@@ -105,16 +105,16 @@ def test_unsafe_tar_refused_whole(tmp_path, member, needle):
     archive = _tar(tmp_path / "a.tar.gz", lambda tf: tf.addfile(member))
     target = tmp_path / "out"
     with pytest.raises(ValueError, match=needle):
-        files.safe_extract(archive, target)
+        archives.safe_extract(archive, target)
     assert not target.exists()
 
 
 def test_safe_archives_extract(tmp_path):
     archive = _zip(tmp_path / "a.zip", [("dir/a.txt", b"A"), ("b.txt", b"B")])
-    files.safe_extract(archive, tmp_path / "z")
+    archives.safe_extract(archive, tmp_path / "z")
     assert (tmp_path / "z" / "dir" / "a.txt").read_bytes() == b"A"
     inside = _tar(tmp_path / "b.tar.gz", lambda tf: tf.addfile(_tar_link(tarfile.SYMTYPE, "l", "ok.txt")))
-    files.safe_extract(inside, tmp_path / "t")
+    archives.safe_extract(inside, tmp_path / "t")
     assert (tmp_path / "t" / "l").read_bytes() == b"x"
     with pytest.raises(ValueError, match="neither a zip nor a tar"):
-        files.safe_extract(tmp_path / "z" / "b.txt", tmp_path / "n")
+        archives.safe_extract(tmp_path / "z" / "b.txt", tmp_path / "n")

@@ -10,7 +10,7 @@ import pytest
 import safetensors.numpy
 
 from keras_bert_zoo.models.bert_backbone import BertBackbone
-from keras_bert_zoo.weights import loading
+from keras_bert_zoo.weights import loading, preset_config
 from tests.weights import weights_testlib as lib
 
 
@@ -133,18 +133,18 @@ def test_backbone_load_reports_heads_in_one_line(caplog):
 
 
 def test_configs_from_google_and_hf_tolerate_extra_keys(tmp_path):
-    hf_config = loading.read_local_config(lib.fixture_dir("gelu_new"))
+    hf_config = preset_config.read_local_config(lib.fixture_dir("gelu_new"))
     assert hf_config == dict(vocabulary_size=64, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
                              max_sequence_length=32, num_segments=2, activation="gelu_approximate")
     google = lib.make_google_dir("gelu", str(tmp_path / "g"))
-    assert loading.read_local_config(google) == dict(hf_config, activation="gelu")
+    assert preset_config.read_local_config(google) == dict(hf_config, activation="gelu")
     with open(os.path.join(google, "bert_config.json")) as f:
         config = json.load(f)
     config["hidden_act"] = "relu"
     with open(os.path.join(google, "bert_config.json"), "w") as f:
         json.dump(config, f)
     with pytest.raises(ValueError, match="hidden_act='relu'"):
-        loading.read_local_config(google)
+        preset_config.read_local_config(google)
 
 
 def test_pytorch_pickles_are_refused(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
-from keras_bert_zoo.weights import loading, preset_format
+from keras_bert_zoo.weights import loading, preset_config, preset_format
 from tests.weights import weights_testlib as lib
 from tools import convert_checkpoint
 
@@ -75,7 +75,7 @@ def test_cli_google_hf_ours_round_trip(tmp_path):
         assert sorted(got) == sorted(reference)
         for name in reference:
             np.testing.assert_array_equal(got[name], reference[name], err_msg=f"{path}: {name}")
-        assert loading.read_local_config(path) == loading.read_local_config(source)
+        assert preset_config.read_local_config(path) == preset_config.read_local_config(source)
     lib.assert_matches_hf(lib.pretrainer_outputs(lib.build_pretrainer(ours), exp), exp)
     assert open(os.path.join(google, "vocab.txt")).read() == open(os.path.join(source, "vocab.txt")).read()
 
