@@ -3,7 +3,17 @@
 import keras
 from keras import ops
 
+from keras_bert_zoo.layers.id_checks import check_id_range
 from keras_bert_zoo.layers.initializers import bert_initializer
+
+TOKEN_IDS_FIX = (
+    "Pad with the [PAD] id (0 in Google's vocabularies) and mark padding in `padding_mask`, "
+    "not with -1; give unknown words the [UNK] id."
+)
+SEGMENT_IDS_FIX = (
+    "Segment ids are 0 for the first segment (and padding), 1 for the second; build the "
+    "model with a larger num_segments for more."
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -19,9 +29,13 @@ class BertEmbeddings(keras.layers.Layer):
         layer_norm_epsilon: float. Defaults to 1e-12, as the original.
 
     Call arguments:
-        token_ids: int tensor `(batch, seq)`.
-        segment_ids: int tensor `(batch, seq)`.
+        token_ids: int tensor `(batch, seq)`, ids in `[0, vocabulary_size)`.
+        segment_ids: int tensor `(batch, seq)`, ids in `[0, num_segments)`.
         training: bool.
+
+    Ids outside their range raise (a `ValueError` in eager calls, an
+    `InvalidArgumentError` inside `fit`/`predict`; see `layers/id_checks.py`) instead of
+    embedding a wrong row: Keras would wrap `-1` to the last word piece.
 
     Returns:
         Tensor `(batch, seq, hidden_dim)`.
@@ -106,6 +120,18 @@ class BertEmbeddings(keras.layers.Layer):
                 f"sequence length {seq_len}, max_sequence_length={self.max_sequence_length}. "
                 "Truncate the input or build the model with a larger max_sequence_length."
             )
+        if seq_len == 0:
+            raise ValueError(
+                "The input sequences are empty. Received: `token_ids` of shape "
+                f"{tuple(token_ids.shape)}. Every row needs at least the [CLS] position; "
+                "pack inputs with keras_bert_zoo.text.BertPreprocessor or SegmentPacker."
+            )
+        token_ids = check_id_range(
+            token_ids, self.vocabulary_size, "token_ids", "vocabulary_size", TOKEN_IDS_FIX
+        )
+        segment_ids = check_id_range(
+            segment_ids, self.num_segments, "segment_ids", "num_segments", SEGMENT_IDS_FIX
+        )
         length = ops.shape(token_ids)[1]
         # (seq, hidden): the first `length` learned positions, shared across the batch.
         positions = ops.cast(self.position_embeddings[:length], self.compute_dtype)

@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert_zoo import BertBackbone
 from tests.conftest import random_inputs
@@ -125,3 +126,16 @@ def test_mixed_precision(tiny_config):
 def test_bad_arguments_are_named(tiny_config, kwargs, match):
     with pytest.raises(ValueError, match=match):
         BertBackbone(**dict(tiny_config, **kwargs))
+
+
+def test_minus_one_padding_is_refused_in_calls_and_predict(tiny_config):
+    # R51 (issue 21 item 7): -1 used to embed the last word piece as if it were a word.
+    model = _backbone(tiny_config)
+    x = random_inputs(pad_from=[8, 5])
+    expected = np.array(model(x)["pooled_output"])
+    np.testing.assert_allclose(model.predict(x, verbose=0)["pooled_output"], expected, atol=1e-5)
+    x["token_ids"][1, 5:] = -1
+    with pytest.raises(ValueError, match=r"token_ids\[1, 5\]=-1 \(3 of 16 ids out of range\)"):
+        model(x)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"vocabulary_size=50\)"):
+        model.predict(x, verbose=0)
