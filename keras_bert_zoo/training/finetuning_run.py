@@ -31,13 +31,18 @@ CASED_SHARE = 0.01
 
 
 def check_preset(config):
-    """Refuses a preset whose vocabulary contradicts its casing, or a `lowercase` that does.
+    """Refuses a preset or `lowercase` setting that contradicts the preset's vocabulary.
 
-    The casing comes from the registry entry or the preset's name ("uncased"/"cased",
-    as the original `validate_case_matches_checkpoint`), else from the vocabulary.
+    The vocabulary decides what casing can be right: a cased one has many capitalised
+    pieces (more than 1%), an uncased one (almost) none. Without `lowercase`, the
+    preset's own casing (its registry entry, saved config or name, as the original
+    `validate_case_matches_checkpoint`, else any capitalised token) must agree with it;
+    an explicit `lowercase` must agree with the vocabulary and then wins (HF folders
+    whose name says neither and whose vocabulary holds a capital symbol or two, such as
+    all-MiniLM-L6-v2's "ℝ", read as cased otherwise).
 
     Returns:
-        bool: whether the preset is uncased.
+        `(lowercase, detected)`: the casing to use and the one the preset's settings give.
     """
     from keras_bert_zoo.text.bert_preprocessor import preset_lowercase
     from keras_bert_zoo.text.vocabulary import load_vocabulary
@@ -49,21 +54,24 @@ def check_preset(config):
         raise ValueError(f"{flag('preset')}: cannot read its vocabulary ({e}). Received: {config.preset!r}.") from e
     capitalised = [t for t in tokens if not t.startswith("[") and any(c.isupper() for c in t)]
     vocabulary_uncased = len(capitalised) <= CASED_SHARE * len(tokens)
-    uncased = preset_lowercase(config.preset, tokens)
-    if uncased != vocabulary_uncased:
+    found = f"{len(capitalised)} of {len(tokens)} tokens have capitals, e.g. {capitalised[:3]}"
+    detected = preset_lowercase(config.preset, tokens)
+    if config.lowercase is not None:
+        if bool(config.lowercase) != vocabulary_uncased:
+            raise ValueError(
+                f"{'--lowercase' if config.lowercase else '--no-lowercase'} contradicts the vocabulary of "
+                f"{config.preset!r}, which is {'uncased' if vocabulary_uncased else 'cased'} ({found})."
+            )
+        return bool(config.lowercase), detected
+    if detected != vocabulary_uncased:
         raise ValueError(
-            f"{flag('preset')}: {config.preset!r} reads as {'uncased' if uncased else 'cased'} (from its registry "
+            f"{flag('preset')}: {config.preset!r} reads as {'uncased' if detected else 'cased'} (from its registry "
             "entry, saved config or name, else from any capitalised token), but its vocabulary is "
-            f"{'cased' if uncased else 'uncased'} ({len(capitalised)} of {len(tokens)} tokens have capitals, e.g. "
-            f"{capitalised[:3]}). Text would be tokenized unlike the checkpoint's training text: use the "
-            "checkpoint's own vocabulary, or name the directory *_uncased / *_cased as it is."
+            f"{'uncased' if vocabulary_uncased else 'cased'} ({found}). Text would not be tokenized as the "
+            f"checkpoint's training text. If the vocabulary is right, say so with "
+            f"{'--lowercase' if vocabulary_uncased else '--no-lowercase'}; else use the checkpoint's own vocabulary."
         )
-    if config.lowercase is not None and bool(config.lowercase) != uncased:
-        raise ValueError(
-            f"{'--lowercase' if config.lowercase else '--no-lowercase'} contradicts the preset "
-            f"{config.preset!r}, which is {'uncased' if uncased else 'cased'}. Drop the flag."
-        )
-    return uncased
+    return detected, detected
 
 
 def _num_rows(x):
@@ -119,6 +127,17 @@ def _build_task(config, train_x):
     return task
 
 
+def _recased(preprocessor, preset, lowercase):
+    """The task's preprocessor rebuilt with the casing `check_preset` settled on."""
+    import warnings
+
+    logger.warning("Tokenizing with lowercase=%s as asked; the preset %r read as the other casing.", lowercase, preset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # from_preset warns of the contradiction check_preset has resolved
+        return type(preprocessor).from_preset(preset, sequence_length=preprocessor.sequence_length,
+                                              truncate=preprocessor.truncate, lowercase=lowercase)
+
+
 def _answers(task, values):
     """Outputs (or gold label ids) -> the strings reported per row: label name, score or choice."""
     values = np.asarray(values)
@@ -155,7 +174,7 @@ def run_finetuning(config):
     if not isinstance(config, FinetuningConfig):
         raise TypeError(f"`config` must be a FinetuningConfig. Received: {type(config).__name__}.")
     start = time.perf_counter()
-    check_preset(config)
+    lowercase, detected = check_preset(config)
     train_x, train_y, _ = _read(config, "train_file", labelled=True)
     if config.max_train_examples is not None:
         train_x, train_y = _head(train_x, config.max_train_examples), train_y[: config.max_train_examples]
@@ -170,6 +189,8 @@ def run_finetuning(config):
 
     keras.utils.set_random_seed(config.seed)
     task = _build_task(config, train_x)
+    if lowercase != detected:
+        task.preprocessor = _recased(task.preprocessor, config.preset, lowercase)
     report = print if config.progress else None
     callbacks = {name: GlueDevMetrics(config.task, x, y, config.batch_size, prefix=name + "_", report=report)
                  for name, (x, y, _) in dev.items()}

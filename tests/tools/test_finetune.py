@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -94,7 +95,7 @@ def test_bad_flags_are_refused_before_any_work_naming_the_flag(tmp_path, preset)
         finetune.main(_argv("sst2", train, dev, preset, out, "--dev-mismatched-file", dev))
     with pytest.raises(ValueError, match=r"--epochs must be an integer >= 1"):
         finetune.main(_argv("sst2", train, dev, preset, out, "--epochs", "0"))
-    with pytest.raises(ValueError, match=r"--no-lowercase contradicts the preset"):
+    with pytest.raises(ValueError, match=r"--no-lowercase contradicts the vocabulary of .* which is uncased"):
         finetune.main(_argv("sst2", train, dev, preset, out, "--no-lowercase"))
     # A directory named "uncased" holding a cased vocabulary (its words capitalised).
     cased = SPECIALS + [w.capitalize() for w in WORDS]
@@ -104,6 +105,29 @@ def test_bad_flags_are_refused_before_any_work_naming_the_flag(tmp_path, preset)
     with pytest.raises(ValueError, match=r"--dev-file: .*sst2_test.tsv' has no labels"):
         finetune.main(_argv("sst2", train, str(tmp_path / "sst2_test.tsv"), preset, out))
     assert not os.path.exists(out)
+
+
+def test_lowercase_settles_a_preset_whose_casing_reads_wrong(tmp_path, preset):
+    from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
+    from keras_bert_zoo.training import finetuning_run
+    from keras_bert_zoo.training.finetuning_config import FinetuningConfig
+
+    train, dev, _ = _sst2(tmp_path)
+    # As all-MiniLM-L6-v2's HF folder: a neutral name, an uncased vocabulary with one capital symbol.
+    odd = tmp_path / "model"
+    odd.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(os.path.join(os.path.dirname(__file__), "..", "weights", "fixtures", "hf_tiny_gelu", name), odd)
+    filler = [f"w{i}" for i in range(100)]  # one capitalised token in 130: under the 1% of a cased vocabulary
+    (odd / "vocab.txt").write_text("\n".join(SPECIALS + list(WORDS) + filler + ["\u211d"]) + "\n", encoding="utf-8")
+    odd = str(odd)
+    with pytest.raises(ValueError, match=r"reads as cased .* vocabulary is uncased .* say so with --lowercase"):
+        finetuning_run.check_preset(FinetuningConfig("sst2", train, dev, odd, str(tmp_path / "o")))
+    config = FinetuningConfig("sst2", train, dev, odd, str(tmp_path / "o"), lowercase=True)
+    assert finetuning_run.check_preset(config) == (True, False)
+    recased = finetuning_run._recased(BertPreprocessor.from_preset(odd, sequence_length=16), odd, True)
+    assert recased.tokenizer.lowercase and recased.sequence_length == 16
+    assert recased(["A Good FILM"])["token_ids"].numpy()[0, :5].tolist() == [2, 5, 6, 9, 3]  # [CLS] a good film [SEP]
 
 
 def test_tool_task_choices_are_the_configs():
