@@ -53,14 +53,10 @@ class BertTokenClassifier(Task):
             raise ValueError(f"`labels` must be {num_classes} strings, one per class. Received: labels={labels!r}.")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={dropout!r}.")
-        # === Layers ===
-        policy = backbone.dtype_policy
-        output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
-        output_dense = keras.layers.Dense(num_classes, kernel_initializer=bert_initializer(), dtype=policy, name="logits")
         # === Functional model ===
+        policy = backbone.dtype_policy
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in PACKED_KEYS}
-        sequence = backbone(dict(inputs))["sequence_output"]  # (batch, seq, hidden)
-        outputs = output_dense(output_dropout(sequence))  # (batch, seq, num_classes)
+        outputs, head = self._head(backbone, inputs, num_classes, dropout, policy)
         kwargs.pop("dtype", None)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = policy
@@ -71,8 +67,16 @@ class BertTokenClassifier(Task):
         self.labels = None if labels is None else list(labels)
         self.dropout = dropout
         # === Head ===
-        self.output_dropout = output_dropout
-        self.output_dense = output_dense
+        for name, layer in head.items():
+            setattr(self, name, layer)
+
+    def _head(self, backbone, inputs, num_classes, dropout, policy):
+        """Packed inputs -> (logits, {attribute: head layer}); subclasses change the head here."""
+        output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
+        output_dense = keras.layers.Dense(num_classes, kernel_initializer=bert_initializer(), dtype=policy, name="logits")
+        sequence = backbone(dict(inputs))["sequence_output"]  # (batch, seq, hidden)
+        outputs = output_dense(output_dropout(sequence))  # (batch, seq, num_classes)
+        return outputs, {"output_dropout": output_dropout, "output_dense": output_dense}
 
     def default_loss(self):
         # Averaged over the scored pieces (sum of weights), not over all positions.
