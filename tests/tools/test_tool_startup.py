@@ -3,7 +3,8 @@
 R33: `--help` of create_pretraining_data / learn_vocab / prepare_wikipedia / benchmark -> usage
 printed without importing TensorFlow (was ~11 s: TensorFlow imported before argparse).
 R34: a normal run with TF_CPP_MIN_LOG_LEVEL=2 on a CPU-only machine -> no TensorFlow log line,
-absl banner or CUDA error on stderr (was: 6 INFO lines and an E-level cuInit line).
+absl banner or CUDA error on stderr (was: the absl banner and two INFO lines, each twice, and
+an E-level cuInit line).
 """
 
 import os
