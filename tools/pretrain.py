@@ -86,6 +86,9 @@ def build_parser():
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--time-budget", type=float, help="seconds of training after which the run stops early "
                    "(checkpointed; the same command continues); default: run to --steps")
+    p.add_argument("--data-service", help="tf.data service dispatcher (host:port): the input pipeline runs on "
+                   "its workers, each input file read by one worker per epoch. A resumed run restores the "
+                   "model, optimizer and step; its input starts afresh (the service's position is not saved)")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -107,7 +110,7 @@ def build_config(args):
         phase2_steps=args.phase2_steps, phase2_sequence_length=args.phase2_sequence_length,
         phase2_max_predictions=args.phase2_max_predictions, phase2_batch_size=args.phase2_batch_size,
         phase2_tfrecords=args.phase2_tfrecords, nsp=not args.no_nsp and args.objective == "mlm",
-        objective=args.objective)
+        objective=args.objective, data_service=args.data_service)
 
 
 def main(argv=None):

@@ -72,6 +72,7 @@ class PretrainingConfig:
     phase2_tfrecords: object = None  # TFRecords written at the phase-2 length (TFRecord input)
     nsp: bool = True  # next-sentence head and loss (False: the "No NSP" ablation)
     objective: str = "mlm"  # "ltr": left-to-right ablation (causal backbone, nsp=False, no evaluation)
+    data_service: str = None  # tf.data service dispatcher ("host:port"): the input runs on its workers (not resumed)
 
     def __post_init__(self):
         object.__setattr__(self, "size", dict(self.size or {}))
@@ -86,6 +87,10 @@ class PretrainingConfig:
         self._check_objective()
         self._check_phase2()
         self._check_custom_size()
+        if self.data_service is not None:
+            from keras_bert_zoo.data.data_service import check_service_address
+
+            check_service_address(self.data_service)
 
     def _check_sources(self):
         for name in ("output_dir", "checkpoint_dir"):

@@ -36,6 +36,7 @@ def fit_resumable(
     verbose="auto",
     fallback=True,
     on_batch=None,
+    save_input=True,
 ):
     """Trains `model` with `model.fit` to `total_steps`, resuming from `checkpoint_dir`.
 
@@ -59,6 +60,9 @@ def fit_resumable(
         verbose: passed to `fit` (progress bar).
         fallback: bool. Restore the previous checkpoint when the newest is damaged.
         on_batch: callable `(step, example_ids)` or None, see `StepCheckpointer`.
+        save_input: bool. Checkpoint the data position too (exact resume). False for input
+            whose iterator cannot be saved (tf.data service): a resumed run restores the
+            model, optimizer and step, and its input starts afresh. Defaults to True.
 
     Returns:
         dict: `step` (final global step), `resumed_from` (0 on a fresh run) and
@@ -73,7 +77,7 @@ def fit_resumable(
     strategy = model.distribute_strategy
     data = resumable_input(strategy, dataset_fn, global_batch_size)
     checkpoint = TrainingCheckpoint(
-        checkpoint_dir, model, iterator=data.trackables, max_to_keep=max_to_keep,
+        checkpoint_dir, model, iterator=data.trackables if save_input else None, max_to_keep=max_to_keep,
         fallback=fallback, is_chief=is_chief(strategy), worker=(data.worker_index, data.num_workers),
     )
     start = checkpoint.restore()

@@ -9,6 +9,7 @@ in `<checkpoint_dir>/phase2`.
 """
 
 import functools
+import hashlib
 import logging
 import os
 import time
@@ -17,6 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_zoo.data.data_service import distribute
 from keras_bert_zoo.training import pretraining_preflight as preflight
 from keras_bert_zoo.training.distribute import get_strategy, is_chief
 from keras_bert_zoo.training.pretraining_eval import baseline_accuracies, evaluate_pretraining, unigram_counts
@@ -105,17 +107,27 @@ def _read(config, tokenizer, phase, batch, files=None, seed=None, num_epochs=Non
                                       drop_remainder=drop_remainder)
 
 
-def _make_dataset_fn(config, tokenizer, phase):
+def _make_dataset_fn(config, tokenizer, phase, through_service=False):
     def dataset_fn(index, count, batch, files=None, seed=phase["seed"]):
         ds = _read(config, tokenizer, phase, batch, files=files, seed=seed)
         if config.objective == "ltr":
             ds = ds.map(_drop_masking)
+        if through_service:
+            # Every trainer (worker, replica) of this run and phase consumes one shared job,
+            # so each batch goes to one of them: no `shard` here.
+            return ds.apply(distribute(config.data_service, job_name=_service_job(config, phase)))
         # Stream `index` of `count` (a replica under MirroredStrategy, a worker under
         # MultiWorkerMirroredStrategy; see replica_input) takes every count-th batch:
         # each builds the whole pipeline, simple and cheap next to a training step.
         return ds.shard(count, index) if count > 1 else ds
 
     return dataset_fn
+
+
+def _service_job(config, phase):
+    """One tf.data service job per run and phase, named after the run's checkpoint directory."""
+    run = hashlib.sha1(os.path.abspath(os.fspath(config.checkpoint_dir)).encode()).hexdigest()[:12]
+    return f"keras_bert_zoo-pretraining-{run}-{phase['name']}"
 
 
 def _held_out_batches(config, dataset_fn):
@@ -158,7 +170,7 @@ def _run_phases(config, model, tokenizer, phases, evaluate, baselines, callbacks
             budget -= time.perf_counter() - started
             if budget <= 0:
                 return phase["offset"], resumed_from, history, True
-        dataset_fn = _make_dataset_fn(config, tokenizer, phase)
+        dataset_fn = _make_dataset_fn(config, tokenizer, phase, through_service=config.data_service is not None)
         phase_cbs, evaluation = phase_callbacks(config, evaluate, baselines, phase["offset"], budget)
         if len(phases) > 1:
             logger.info("%s: global steps %d-%d, length %d, batch %d.", phase["name"], phase["offset"] + 1,
@@ -166,6 +178,7 @@ def _run_phases(config, model, tokenizer, phases, evaluate, baselines, callbacks
         result = fit_resumable(model, dataset_fn, phase["batch_size"],
                                phase["end"] - phase["offset"], phase["checkpoint_dir"],
                                save_every=config.save_every, callbacks=[*phase_cbs, *callbacks],
+                               save_input=config.data_service is None,
                                verbose=1 if config.progress else 0)
         if resuming:  # the global step this call started from (phases done before count whole)
             resumed_from = phase["offset"] + result["resumed_from"]

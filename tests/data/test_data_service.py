@@ -6,6 +6,9 @@ segments, tokens) equal the local pipeline's, while the instances themselves may
 (windows form per worker; stated in `keras_bert_zoo.data.data_service`).
 """
 
+import os
+
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -106,3 +109,34 @@ def test_data_service_refuses_bad_addresses():
             distribute(bad)
     with pytest.raises(ValueError, match="job_name"):
         distribute("localhost:5050", job_name="")
+
+
+def test_data_service_drives_pretraining_and_a_resume_restores_the_model(service, corpus, tmp_path):
+    """`run_pretraining(data_service=...)`: batches come from the service; after the run, a
+    longer run on the same checkpoints resumes the model and step (the input starts afresh)."""
+    from keras_bert_zoo.training.pretraining_config import PretrainingConfig
+    from keras_bert_zoo.training.pretraining_run import run_pretraining
+
+    paths, tokenizer = corpus
+    vocab = os.path.join(os.path.dirname(paths[0]), "vocab.txt")
+    settings = dict(train_files=paths, vocabulary=vocab, strategy="cpu", warmup_steps=1, batch_size=4,
+                    learning_rate=1e-3, sequence_length=32, max_predictions=5, save_every=2, progress=False,
+                    size=dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                              max_sequence_length=32), data_service=service.split("://")[1])
+    first = run_pretraining(PretrainingConfig(str(tmp_path / "a"), str(tmp_path / "ckpt"), steps=2, **settings))
+    assert first["step"] == 2
+    trained = [w.numpy() for w in first["model"].backbone.weights]
+    start = {}
+
+    class RecordStart(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            start["weights"] = [w.numpy() for w in self.model.backbone.weights]
+
+    second = run_pretraining(PretrainingConfig(str(tmp_path / "b"), str(tmp_path / "ckpt"), steps=4, **settings),
+                             callbacks=[RecordStart()])
+    assert second["resumed_from"] == 2 and second["step"] == 4
+    # The second run started from the first one's trained weights (restored from the checkpoint).
+    for a, b in zip(start["weights"], trained):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="dispatcher address"):
+        PretrainingConfig(str(tmp_path / "c"), str(tmp_path / "ckpt"), steps=4, **dict(settings, data_service="x"))
