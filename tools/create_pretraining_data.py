@@ -56,11 +56,19 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                    help="Shards in flight at once in this process's pipeline (with --num_workers 1).")
     p.add_argument("--no_progress", action="store_true", help="No progress line on stderr.")
+    p.add_argument("--runner", choices=["DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner"],
+                   help="Run on Apache Beam (pip install 'keras-bert-zoo[beam]'): each input file is one "
+                        "element, written by the same pipeline, byte-identical to the local writer. Beam's own "
+                        "pipeline options (e.g. --direct_num_workers=2, --project, --region) pass through.")
     p.add_argument("--strict", action="store_true",
                    help="Exit with status 1 when the report warns (no instance, [UNK] > 1%%, invalid UTF-8 in "
                         "> 1%% of lines, > 10%% same-document 'random next' pairs, > 50%% single-sentence "
                         "documents, empty input files). The outputs are written either way.")
-    return p.parse_args(argv)
+    args, beam_args = p.parse_known_args(argv)
+    if beam_args and not args.runner:
+        p.error(f"unrecognized arguments: {' '.join(beam_args)} (Beam options need --runner)")
+    args.beam_args = beam_args
+    return args
 
 
 def main(argv=None):
@@ -69,6 +77,7 @@ def main(argv=None):
     from keras_bert_zoo.data.documents import resolve_files  # the package imports TensorFlow
     from keras_bert_zoo.data.pretraining_report import format_report
     from keras_bert_zoo.data.pretraining_writer import write_pretraining_tfrecords
+    from keras_bert_zoo.data.beam_pipeline import write_pretraining_tfrecords_beam
 
     if args.vocab_file:
         if not os.path.isfile(args.vocab_file):
@@ -76,16 +85,20 @@ def main(argv=None):
         spec = {"vocabulary": args.vocab_file, "lowercase": True if args.do_lower_case is None else args.do_lower_case}
     else:
         spec = {"preset": args.preset, "lowercase": args.do_lower_case}
+    options = dict(max_seq_length=args.max_seq_length, max_predictions_per_seq=args.max_predictions_per_seq,
+                   random_seed=args.random_seed, dupe_factor=args.dupe_factor, masked_lm_prob=args.masked_lm_prob,
+                   short_seq_prob=args.short_seq_prob, do_whole_word_mask=args.do_whole_word_mask,
+                   window_size=args.window_size)
     try:
-        num_workers = max(1, min(args.num_workers, len(resolve_files(args.input_file))))
-        report = write_pretraining_tfrecords(
-            args.input_file, args.output_file, spec, max_seq_length=args.max_seq_length,
-            max_predictions_per_seq=args.max_predictions_per_seq, random_seed=args.random_seed,
-            dupe_factor=args.dupe_factor, masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
-            do_whole_word_mask=args.do_whole_word_mask, window_size=args.window_size, num_workers=num_workers,
-            threads=max(1, args.threads), progress=not args.no_progress,
-        )
-    except ValueError as e:
+        if args.runner:
+            report = write_pretraining_tfrecords_beam(args.input_file, args.output_file, spec, runner=args.runner,
+                                                      pipeline_args=args.beam_args, **options)
+        else:
+            num_workers = max(1, min(args.num_workers, len(resolve_files(args.input_file))))
+            report = write_pretraining_tfrecords(
+                args.input_file, args.output_file, spec, num_workers=num_workers, threads=max(1, args.threads),
+                progress=not args.no_progress, **options)
+    except (ValueError, ImportError) as e:
         sys.exit(f"error: {e}")
     print(format_report(report))
     print("Wrote " + ", ".join(report["outputs"]) + f" and {report['report_prefix']}.report.{{json,txt}}")

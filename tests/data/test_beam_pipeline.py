@@ -56,7 +56,8 @@ def _check_equal(local, beam_report, beam_outputs):
     assert local["counts"]["instances"] > 500  # real work was compared, not empty files
 
 
-@pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
+# In process (in_memory) is the CLI test below; here two worker processes.
+@pytest.mark.parametrize("mode", ["multi_processing"])
 def test_beam_direct_runner_is_byte_identical_to_the_local_writer(corpus, mode):
     root, paths, spec, local = corpus
     args = [f"--direct_running_mode={mode}"]
@@ -79,3 +80,24 @@ def test_beam_refuses_bad_arguments(corpus):
         write_pretraining_tfrecords_beam(paths, str(root / "x"), object())
     with pytest.raises(ValueError, match="dupe_factor"):
         write_pretraining_tfrecords_beam(paths, str(root / "x"), spec, dupe_factor=0)
+
+
+def test_beam_cli_runner_flag_passes_beam_options_through(corpus):
+    import subprocess
+    import sys
+
+    root, paths, spec, local = corpus
+    tool = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "create_pretraining_data.py")
+    prefix = str(root / "cli" / "out")
+    flags = ["--input_file", ",".join(paths), "--output_file", prefix, "--vocab_file", spec["vocabulary"],
+             "--max_seq_length", "64", "--max_predictions_per_seq", "10", "--random_seed", "7", "--dupe_factor", "2",
+             "--window_size", "32", "--runner", "DirectRunner", "--direct_running_mode=in_memory"]
+    proc = subprocess.run([sys.executable, tool, *flags], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outputs = [f"{prefix}-{i:05d}-of-00003" for i in range(3)]
+    with open(prefix + ".report.json", encoding="utf-8") as f:
+        _check_equal(local, json.load(f), outputs)
+    # A Beam option without --runner is a typo, not silently ignored.
+    bad = subprocess.run([sys.executable, tool, *flags[:-3], "--direct_num_workers=2"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "need --runner" in bad.stderr
