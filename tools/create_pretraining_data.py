@@ -78,6 +78,7 @@ def main(argv=None):
     from keras_bert_zoo.data.pretraining_report import format_report
     from keras_bert_zoo.data.pretraining_writer import write_pretraining_tfrecords
     from keras_bert_zoo.data.beam_pipeline import write_pretraining_tfrecords_beam
+    from keras_bert_zoo.weights.download import PresetNotAvailableError
 
     if args.vocab_file:
         if not os.path.isfile(args.vocab_file):
@@ -98,7 +99,7 @@ def main(argv=None):
             report = write_pretraining_tfrecords(
                 args.input_file, args.output_file, spec, num_workers=num_workers, threads=max(1, args.threads),
                 progress=not args.no_progress, **options)
-    except (ValueError, ImportError) as e:
+    except (ValueError, ImportError, PresetNotAvailableError) as e:
         sys.exit(f"error: {e}")
     print(format_report(report))
     print("Wrote " + ", ".join(report["outputs"]) + f" and {report['report_prefix']}.report.{{json,txt}}")
