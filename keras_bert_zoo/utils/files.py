@@ -21,7 +21,15 @@ _umask_lock = threading.Lock()
 
 
 def _umask():
-    """The process umask (read by setting and restoring it, under a lock)."""
+    """The process umask: from /proc on Linux, else by setting and restoring it (which
+    another thread creating a file at that instant could notice)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     with _umask_lock:
         mask = os.umask(0o022)
         os.umask(mask)
