@@ -1,0 +1,86 @@
+"""tools/tune.py: the paper's search on real polarity snippets with a tiny BERT preset."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.tools.test_finetune import _tiny_preset
+from tools import tune
+
+polarity = pytest.importorskip("keras_bert_zoo.data.polarity")
+
+
+@pytest.fixture(scope="module")
+def polarity_files(tmp_path_factory):
+    try:
+        texts, labels = polarity.read_polarity("train")
+        dev_texts, dev_labels = polarity.read_polarity("dev")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    root = tmp_path_factory.mktemp("polarity")
+    rng = np.random.default_rng(0)
+    paths = []
+    for name, (t, y, n) in {"train": (texts, labels, 32), "dev": (dev_texts, dev_labels, 32)}.items():
+        rows = rng.choice(len(t), n, replace=False)
+        path = str(root / f"{name}.tsv")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("sentence\tlabel\n" + "".join(f"{t[i]}\t{y[i]}\n" for i in rows))
+        paths.append(path)
+    tokens = polarity_vocabulary(texts)
+    return paths, _tiny_preset(root, tokens=tokens)
+
+
+def polarity_vocabulary(texts, size=300):
+    """The most frequent lower-cased words of the snippets (a whole-word WordPiece vocabulary)."""
+    import collections
+    import re
+
+    counts = collections.Counter(w for t in texts[:3000] for w in re.findall(r"[a-z]+|[^\sa-z]", t.lower()))
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [w for w, _ in counts.most_common(size)]
+
+
+def _argv(paths, preset, out, *more):
+    return ["--task", "sst2", "--train-file", paths[0], "--dev-file", paths[1], "--preset", preset,
+            "--output-dir", str(out), "--sequence-length", "32", "--seed", "5", "--no-progress", *more]
+
+
+@pytest.mark.slow
+def test_tune_runs_the_grid_with_restarts_and_keeps_the_best(polarity_files, tmp_path):
+    paths, preset = polarity_files
+    grid = '{"learning_rate": [1e-3, 1e-4], "batch_size": [16], "epochs": [1]}'
+    result = tune.main(_argv(paths, preset, tmp_path / "search", "--grid", grid, "--restarts", "2"))
+    trials = result["trials"]
+    assert [(t["learning_rate"], t["restart"]) for t in trials] == [(1e-3, 0), (1e-3, 1), (1e-4, 0), (1e-4, 1)]
+    best = max(trials, key=lambda t: t["accuracy"])
+    assert result["best"] == best and [t["best"] for t in trials].count(True) == 1
+    for name in ("results.md", "heatmap.png", "results.json"):
+        assert os.path.getsize(tmp_path / "search" / name) > 0
+    with open(tmp_path / "search" / "results.json", encoding="utf-8") as f:
+        assert json.load(f)["best"]["accuracy"] == best["accuracy"]
+    # The kept preset is the best trial's model: it scores the best trial's dev accuracy.
+    from keras_bert_zoo.data.glue import read_glue
+    from keras_bert_zoo.metrics.glue import glue_metrics
+    from keras_bert_zoo.models.bert_classifier import BertClassifier
+
+    dev_x, dev_y = read_glue("sst2", paths[1])
+    model = BertClassifier.from_preset(str(tmp_path / "search" / "preset"))
+    assert glue_metrics("sst2", dev_y, model.predict(dev_x, verbose=0))["accuracy"] == pytest.approx(best["accuracy"])
+
+
+def test_tune_refuses_bad_grids_and_grid_flags_before_any_trial(polarity_files, tmp_path, capsys):
+    paths, preset = polarity_files
+    for more, message in [(["--grid", '{"learning_rate": []}'], "--grid"),
+                          (["--grid", "huge"], "--grid"),
+                          (["--learning-rate", "1e-4"], "the grid sets these")]:
+        with pytest.raises(SystemExit):
+            tune.main(_argv(paths, preset, tmp_path / "bad", *more))
+        assert message in capsys.readouterr().err
+    from keras_bert_zoo.training.finetuning_config import FinetuningConfig
+    from keras_bert_zoo.training.tuning_run import run_tuning
+
+    config = FinetuningConfig("sst2", paths[0], paths[1], preset, str(tmp_path / "bad"), progress=False)
+    with pytest.raises(ValueError, match="not the objective 'pearson'"):
+        run_tuning(config, grid="small", objective="pearson")
+    assert not os.path.exists(tmp_path / "bad")

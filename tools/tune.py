@@ -1,0 +1,62 @@
+"""The paper's fine-tuning search (§A.3): a grid of learning rate × batch size × epochs, random restarts.
+
+    python tools/tune.py --task mrpc --train-file glue_data/MRPC/train.tsv \
+        --dev-file glue_data/MRPC/dev.tsv --preset bert_base_en_uncased --output-dir runs/mrpc-search \
+        --grid paper --restarts 3
+
+Same flags as tools/finetune.py (its --learning-rate, --batch-size, --epochs are the grid's here), plus
+--grid paper|small|JSON (paper: lr {5e-5, 4e-5, 3e-5, 2e-5} × batch {16, 32} × epochs {2, 3, 4}),
+--restarts N (each restart its own seed for head initialisation and shuffling; the best restart counts)
+and --tuner-dir D (keras-tuner's files; default OUTPUT_DIR/tuner). Kill it and run the same command:
+finished trials are not run again. Writes OUTPUT_DIR/results.md, heatmap.png, results.json and preset/
+(the best trial's model). A trial is scored by the task's official dev metric at the end of its run.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools.finetune import build_parser as finetune_parser  # noqa: E402
+
+GRID_FLAGS = ("learning_rate", "batch_size", "epochs")
+
+
+def build_parser():
+    p = finetune_parser()
+    p.description = __doc__.splitlines()[0]
+    p.add_argument("--grid", default="paper", help="paper, small, or a JSON object of lists "
+                   '(e.g. \'{"learning_rate": [5e-5, 3e-5], "batch_size": [32], "epochs": [2]}\')')
+    p.add_argument("--restarts", type=int, default=1, help="random restarts per grid point (the best counts)")
+    p.add_argument("--tuner-dir", help="keras-tuner's directory; default OUTPUT_DIR/tuner")
+    return p
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    given = [f"--{k.replace('_', '-')}" for k in GRID_FLAGS if getattr(args, k) is not None]
+    if given:
+        parser.error(f"{', '.join(given)}: the grid sets these; put the values in --grid.")
+    # TensorFlow is imported only now, after the flags parsed.
+    from keras_bert_zoo.training.finetuning_run import FinetuningConfig
+    from keras_bert_zoo.training.tuning import resolve_grid
+    from keras_bert_zoo.training.tuning_run import run_tuning
+
+    try:
+        grid = resolve_grid(args.grid)
+    except ValueError as e:
+        parser.error(f"--grid: {e}")
+    skip = ("no_progress", "skip_malformed", "grid", "restarts", "tuner_dir")
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in skip}
+    config = FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
+    result = run_tuning(config, grid=grid, restarts=args.restarts, tuner_dir=args.tuner_dir)
+    best = result["best"]
+    print(f"best: learning rate {best['learning_rate']:g}, batch {best['batch_size']}, {best['epochs']} epochs, "
+          f"restart {best['restart']}: dev {result['objective']} {best[result['objective']]:.4f}; "
+          f"{len(result['trials'])} trials; written to {args.output_dir}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
