@@ -44,13 +44,15 @@ def build_tokenizer(spec):
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 
     if "preset" in spec:
-        from keras_bert_zoo.presets import get_preset, is_local_preset
+        from keras_bert_zoo.text.vocabulary import load_vocabulary
         from keras_bert_zoo.weights.loading import get_preset_vocabulary
+        from keras_bert_zoo.weights.preset_config import preset_lowercase
 
+        vocabulary = get_preset_vocabulary(spec["preset"])
         lowercase = spec.get("lowercase")
-        if lowercase is None:
-            lowercase = True if is_local_preset(spec["preset"]) else get_preset(spec["preset"]).get("lowercase", True)
-        return BertTokenizer(get_preset_vocabulary(spec["preset"]), lowercase=lowercase)
+        if lowercase is None:  # the registry entry, our saved preset, the name, else the vocabulary
+            lowercase = preset_lowercase(spec["preset"], load_vocabulary(vocabulary))
+        return BertTokenizer(vocabulary, lowercase=lowercase)
     return BertTokenizer(spec["vocabulary"], lowercase=spec.get("lowercase", True))
 
 
