@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers.initializers import bert_initializer
 
 
@@ -34,13 +35,10 @@ class BertAttention(keras.layers.Layer):
 
     def __init__(self, num_heads, dropout=0.1, causal=False, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(num_heads, int) or num_heads <= 0:
-            raise ValueError(
-                f"`num_heads` must be a positive integer. Received: num_heads={num_heads!r}."
-            )
-        self.num_heads = num_heads
-        self.dropout = dropout
-        self.causal = bool(causal)
+        args.check_float_policy(self.dtype_policy, kwargs.get("dtype"))
+        self.num_heads = args.positive_int("num_heads", num_heads)
+        self.dropout = args.rate("dropout", dropout)
+        self.causal = args.boolean("causal", causal)
         # The Q/K/V projections are as wide as the input: `build` creates them.
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 

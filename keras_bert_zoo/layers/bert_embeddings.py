@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers.id_checks import check_id_range
 from keras_bert_zoo.layers.initializers import bert_initializer
 
@@ -60,24 +61,13 @@ class BertEmbeddings(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("hidden_dim", hidden_dim),
-            ("max_sequence_length", max_sequence_length),
-            ("num_segments", num_segments),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(
-                    f"`{name}` must be a positive integer. Received: {name}={value!r}."
-                )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={dropout!r}.")
-        self.vocabulary_size = vocabulary_size
-        self.hidden_dim = hidden_dim
-        self.max_sequence_length = max_sequence_length
-        self.num_segments = num_segments
-        self.dropout = dropout
-        self.layer_norm_epsilon = layer_norm_epsilon
+        args.check_float_policy(self.dtype_policy, kwargs.get("dtype"))
+        self.vocabulary_size = args.positive_int("vocabulary_size", vocabulary_size)
+        self.hidden_dim = args.positive_int("hidden_dim", hidden_dim)
+        self.max_sequence_length = args.positive_int("max_sequence_length", max_sequence_length)
+        self.num_segments = args.positive_int("num_segments", num_segments)
+        self.dropout = args.rate("dropout", dropout)
+        self.layer_norm_epsilon = args.positive_float("layer_norm_epsilon", layer_norm_epsilon)
 
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size,

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.transformer_encoder import check_activation, gelu
 
@@ -31,10 +32,16 @@ class MaskedLMHead(keras.layers.Layer):
 
     def __init__(self, token_embedding, activation="gelu", layer_norm_epsilon=1e-12, **kwargs):
         super().__init__(**kwargs)
+        args.check_float_policy(self.dtype_policy, kwargs.get("dtype"))
+        if not isinstance(token_embedding, keras.layers.Embedding):
+            raise TypeError(
+                "`token_embedding` must be the backbone's keras.layers.Embedding "
+                f"(`backbone.token_embedding`). Received: an object of type {type(token_embedding).__name__}."
+            )
         check_activation(activation)
         self.token_embedding = token_embedding
         self.activation = activation
-        self.layer_norm_epsilon = layer_norm_epsilon
+        self.layer_norm_epsilon = args.positive_float("layer_norm_epsilon", layer_norm_epsilon)
         # The transform keeps the hidden width, the embeddings' `output_dim`.
         self.transform_dense = keras.layers.Dense(
             token_embedding.output_dim,

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers.bert_attention import BertAttention
 from keras_bert_zoo.layers.initializers import bert_initializer
 
@@ -65,22 +66,20 @@ class TransformerEncoder(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        args.check_float_policy(self.dtype_policy, kwargs.get("dtype"))
         check_activation(activation)
-        if not isinstance(intermediate_dim, int) or intermediate_dim <= 0:
-            raise ValueError(
-                "`intermediate_dim` must be a positive integer. "
-                f"Received: intermediate_dim={intermediate_dim!r}."
-            )
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.attention_dropout = dropout if attention_dropout is None else attention_dropout
+        self.num_heads = args.positive_int("num_heads", num_heads)
+        self.intermediate_dim = args.positive_int("intermediate_dim", intermediate_dim)
+        self.dropout = args.rate("dropout", dropout)
+        self.attention_dropout = (
+            self.dropout if attention_dropout is None else args.rate("attention_dropout", attention_dropout)
+        )
         self.activation = activation
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.causal = bool(causal)
+        self.layer_norm_epsilon = args.positive_float("layer_norm_epsilon", layer_norm_epsilon)
+        self.causal = args.boolean("causal", causal)
         policy = self.dtype_policy
         self.attention = BertAttention(
-            num_heads, self.attention_dropout, causal=self.causal, dtype=policy, name="attention"
+            self.num_heads, self.attention_dropout, causal=self.causal, dtype=policy, name="attention"
         )
         # The two projections back to the input width are created by `build`.
         self.attention_dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="attention_output_dropout")

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers.bert_embeddings import BertEmbeddings
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, check_activation
@@ -30,7 +31,11 @@ class BertBackbone(Backbone):
         num_segments: int. Token types. Defaults to 2.
         activation: str. `"gelu"` (exact, default) or `"gelu_approximate"`.
         causal: bool. Left-to-right attention for the §5.1 ablation. Defaults to False.
-        dtype: str or `keras.DTypePolicy`, e.g. `"mixed_bfloat16"`.
+        dtype: str or `keras.DTypePolicy`, a float policy, e.g. `"mixed_bfloat16"`.
+            Defaults to the global policy.
+
+    Wrong types raise `TypeError` (`hidden_dim="32"`, `causal="no"`), wrong values
+    `ValueError`, each naming the argument.
 
     Examples:
     >>> backbone = keras_bert_zoo.BertBackbone.from_preset("bert_tiny_en_uncased", load_weights=False)
@@ -57,17 +62,22 @@ class BertBackbone(Backbone):
         dtype=None,
         **kwargs,
     ):
+        vocabulary_size = args.positive_int("vocabulary_size", vocabulary_size)
+        num_layers = args.positive_int("num_layers", num_layers)
+        num_heads = args.positive_int("num_heads", num_heads)
+        hidden_dim = args.positive_int("hidden_dim", hidden_dim)
+        intermediate_dim = args.positive_int("intermediate_dim", intermediate_dim)
+        dropout = args.rate("dropout", dropout)
+        max_sequence_length = args.positive_int("max_sequence_length", max_sequence_length)
+        num_segments = args.positive_int("num_segments", num_segments)
         check_activation(activation)
-        if not isinstance(num_layers, int) or num_layers <= 0:
-            raise ValueError(
-                f"`num_layers` must be a positive integer. Received: num_layers={num_layers!r}."
-            )
-        if not isinstance(num_heads, int) or num_heads <= 0 or hidden_dim % num_heads:
+        causal = args.boolean("causal", causal)
+        if hidden_dim % num_heads:
             raise ValueError(
                 "`num_heads` must divide `hidden_dim`. Received: "
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}."
             )
-        policy = keras.dtype_policies.get(dtype) if dtype is not None else keras.config.dtype_policy()
+        policy = args.float_policy(dtype)
         embeddings = BertEmbeddings(
             vocabulary_size,
             hidden_dim,
@@ -130,7 +140,7 @@ class BertBackbone(Backbone):
         self.max_sequence_length = max_sequence_length
         self.num_segments = num_segments
         self.activation = activation
-        self.causal = bool(causal)
+        self.causal = causal
         # === Handles used by heads and weight loaders ===
         self.embeddings = embeddings
         self.token_embedding = embeddings.token_embedding

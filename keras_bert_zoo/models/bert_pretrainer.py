@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.masked_lm_head import MaskedLMHead
 from keras_bert_zoo.models.bert_backbone import BertBackbone
@@ -15,6 +16,12 @@ OBJECTIVES = ("mlm", "ltr")
 
 
 def _check_arguments(backbone, nsp, objective):
+    if not isinstance(backbone, BertBackbone):
+        raise TypeError(
+            "`backbone` must be a keras_bert_zoo.BertBackbone. "
+            f"Received: an object of type {type(backbone).__name__}."
+        )
+    args.boolean("nsp", nsp)
     if objective not in OBJECTIVES:
         raise ValueError(
             f"`objective` must be one of {OBJECTIVES}. Received: objective={objective!r}. "
