@@ -11,7 +11,12 @@ import tensorflow as tf
 
 from keras_bert_zoo.text import normalize as norm
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
-from keras_bert_zoo.text.span_windows import answer_token_spans, max_context_windows, ranges, window_geometry
+from keras_bert_zoo.text.span_windows import (
+    answer_texts,
+    answer_token_spans,
+    max_context_windows,
+    window_geometry,
+)
 from keras_bert_zoo.utils import keras_internals
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -99,35 +104,54 @@ class SpanExtractorPreprocessor(keras.layers.Layer):
         contexts = tf.reshape(tf.convert_to_tensor(contexts, tf.string), [-1])
         # Offsets index the context without invalid bytes (as the tokenizer reports them).
         contexts = norm.drop_invalid_utf8(contexts)
-        query = self.tokenizer.tokenize(questions)[:, : self.max_query_length]
-        doc, begins, ends = self.tokenizer.tokenize_with_offsets(contexts)
-        query_lengths = tf.cast(query.row_lengths(), tf.int64)
+        # One tokenizer call for questions, contexts (and answers): one copy of its graph to trace.
+        texts = [questions, contexts] + ([] if answer_spans is None else [answer_texts(contexts, answer_spans)])
+        ids, begins, ends = self.tokenizer.tokenize_with_offsets(tf.concat(texts, axis=0))
+        n = tf.shape(questions)[0]
+        query = ids[:n]  # truncated to max_query_length by the lengths below
+        doc, begins, ends = ids[n : 2 * n], begins[n : 2 * n], ends[n : 2 * n]
+        query_lengths = tf.minimum(tf.cast(query.row_lengths(), tf.int64), self.max_query_length)
         doc_lengths = tf.cast(doc.row_lengths(), tf.int64)
         max_doc = self.sequence_length - query_lengths - 3
         example, index, start, length, count = window_geometry(doc_lengths, max_doc, self.doc_stride)
         best = max_context_windows(doc_lengths, max_doc, self.doc_stride, count)
 
-        # Flat positions of each window's context tokens: (windows, None).
-        flat = ranges(tf.gather(doc.row_starts(), example) + start, length)
-        window_query = tf.gather(query, example)  # (windows, None)
-        no_query = tf.zeros_like(window_query, tf.int64)
-        cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-        token_ids = _frame(cls, tf.cast(window_query, tf.int64), sep, tf.gather(doc.flat_values, flat), sep)
-        doc_ones = tf.ones_like(flat)
-        segment_ids = _frame(0, no_query, 0, doc_ones, 1)
-        max_context = tf.cast(tf.equal(tf.gather(best.flat_values, flat), index[:, tf.newaxis]), tf.int64)
+        # Every field is built densely on a (windows, sequence_length) grid of positions:
+        # [CLS] at 0, the question at 1..q, [SEP] at q + 1, context from q + 2, [SEP] after it.
+        position = tf.range(self.sequence_length, dtype=tf.int64)[tf.newaxis, :]  # (1, seq)
+        query_length = tf.gather(query_lengths, example)[:, tf.newaxis]  # (windows, 1)
+        in_query = (position >= 1) & (position <= query_length)
+        doc_position = position - query_length - 2  # (windows, seq): index inside the window's context
+        in_doc = (doc_position >= 0) & (doc_position < length[:, tf.newaxis])
+        closing = tf.equal(doc_position, length[:, tf.newaxis])
+        query_index = tf.gather(query.row_starts(), example)[:, tf.newaxis] + position - 1
+        doc_index = tf.gather(doc.row_starts(), example)[:, tf.newaxis] + start[:, tf.newaxis] + doc_position
+
+        def pick(values, inside, index, fill):
+            """values[index] where `inside`, else `fill` (a sentinel keeps empty batches valid)."""
+            values = tf.concat([tf.cast(values, tf.int64), [0]], axis=0)
+            index = tf.where(inside, index, tf.size(values, out_type=tf.int64) - 1)
+            return tf.where(inside, tf.gather(values, index), tf.constant(fill, tf.int64))
+
+        cls, sep, pad = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id, self.tokenizer.pad_token_id
+        token_ids = pick(doc.flat_values, in_doc, doc_index, pad)
+        token_ids = tf.where(in_query, pick(query.flat_values, in_query, query_index, pad), token_ids)
+        token_ids = tf.where(tf.equal(position, 0), tf.constant(cls, tf.int64), token_ids)
+        token_ids = tf.where(tf.equal(position, query_length + 1) | closing, tf.constant(sep, tf.int64), token_ids)
+        best_window = pick(best.flat_values, in_doc, doc_index, -1)
         outputs = {
-            "token_ids": _dense(token_ids, self.tokenizer.pad_token_id, self.sequence_length),
-            "segment_ids": _dense(segment_ids, 0, self.sequence_length),
-            "padding_mask": _dense(tf.ones_like(token_ids), 0, self.sequence_length),
-            "token_starts": _dense(_frame(-1, no_query - 1, -1, tf.gather(begins.flat_values, flat), -1), -1, self.sequence_length),
-            "token_ends": _dense(_frame(-1, no_query - 1, -1, tf.gather(ends.flat_values, flat), -1), -1, self.sequence_length),
-            "max_context": _dense(_frame(0, no_query, 0, max_context, 0), 0, self.sequence_length),
-            "example_index": tf.cast(example, tf.int32),
+            "token_ids": token_ids,
+            "segment_ids": in_doc | closing,
+            "padding_mask": position < query_length + 3 + length[:, tf.newaxis],
+            "token_starts": pick(begins.flat_values, in_doc, doc_index, -1),
+            "token_ends": pick(ends.flat_values, in_doc, doc_index, -1),
+            "max_context": in_doc & tf.equal(best_window, index[:, tf.newaxis]),
+            "example_index": example,
         }
+        outputs = {key: tf.cast(value, tf.int32) for key, value in outputs.items()}
         if answer_spans is not None:
             token_start, token_end, has_answer = (
-                tf.gather(v, example) for v in answer_token_spans(self.tokenizer, contexts, doc, begins, answer_spans)
+                tf.gather(v, example) for v in answer_token_spans(contexts, doc, begins, answer_spans, ids[2 * n :])
             )
             inside = has_answer & (token_start >= start) & (token_end <= start + length - 1)
             shift = tf.gather(query_lengths + 2, example) - start  # token index -> row position
@@ -208,22 +232,5 @@ def as_pairs(x):
             f"Received: x of type {type(x).__name__}."
         )
     return x
-
-
-def _frame(first, query_part, separator, doc_part, last):
-    """`[first] query_part [separator] doc_part [last]` per window row (ragged int64)."""
-    rows = tf.stack([doc_part.nrows(), 1])
-
-    def column(value):
-        return tf.RaggedTensor.from_tensor(tf.fill(rows, tf.constant(value, tf.int64)))
-
-    return tf.concat(
-        [column(first), tf.cast(query_part, tf.int64), column(separator), tf.cast(doc_part, tf.int64), column(last)],
-        axis=1,
-    )
-
-
-def _dense(ragged, pad, length):
-    return tf.cast(ragged.to_tensor(default_value=tf.cast(pad, ragged.dtype), shape=[None, length]), tf.int32)
 
 

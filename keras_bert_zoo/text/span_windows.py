@@ -80,17 +80,25 @@ def max_context_windows(doc_lengths, max_doc_tokens, doc_stride, count):
     return positions.with_flat_values(best_window)
 
 
-def answer_token_spans(tokenizer, contexts, doc, begins, answer_spans):
+def answer_texts(contexts, answer_spans):
+    """The answers' text, cut from the contexts by character span ("" for no answer)."""
+    spans = tf.cast(tf.reshape(answer_spans, [-1, 2]), tf.int64)
+    char_start, char_end = spans[:, 0], spans[:, 1]
+    length = tf.where(char_start >= 0, tf.maximum(char_end - char_start, 0), 0)
+    return tf.strings.substr(contexts, tf.maximum(char_start, 0), length, unit="UTF8_CHAR")
+
+
+def answer_token_spans(contexts, doc, begins, answer_spans, answer):
     """Context-token span of each answer, as the original's reader and `_improve_answer_span`.
 
     The character span picks whitespace words (`run_squad.py`'s split); their tokens
     are the span, narrowed to the first sub-span whose ids equal the tokenized answer.
 
     Args:
-        tokenizer: the `BertTokenizer`.
         contexts: (batch,) valid UTF-8 strings.
         doc: int ragged (batch, tokens) context ids; `begins` their character starts.
         answer_spans: int (batch, 2) character spans; start < 0 for no answer.
+        answer: int ragged (batch, tokens): the ids of `answer_texts(contexts, answer_spans)`.
 
     Returns:
         (token_start, token_end, has_answer): int64, int64, bool (batch,).
@@ -114,33 +122,31 @@ def answer_token_spans(tokenizer, contexts, doc, begins, answer_spans):
     answer_last = tf.clip_by_value(tf.maximum(char_end - 1, char_start), 0, last_char)
     word_first = tf.gather(word, row_starts + answer_first)
     word_last = tf.gather(word, row_starts + answer_last)
-    token_chars = begins.flat_values + tf.gather(row_starts, begins.value_rowids())
-    token_word = begins.with_flat_values(tf.gather(word, token_chars))  # (batch, tokens)
-    token_start = tf.reduce_sum(tf.cast(token_word < word_first[:, tf.newaxis], tf.int64), axis=1)
-    token_end = tf.reduce_sum(tf.cast(token_word <= word_last[:, tf.newaxis], tf.int64), axis=1) - 1
+    # Flat over all context tokens (ragged broadcasting would cost hundreds of graph ops).
+    batch = tf.size(char_start)
+    token_row = begins.value_rowids()
+    token_word = tf.gather(word, begins.flat_values + tf.gather(row_starts, token_row))
+
+    def count_per_row(flags):
+        return tf.math.unsorted_segment_sum(tf.cast(flags, tf.int64), token_row, batch)
+
+    token_start = count_per_row(token_word < tf.gather(word_first, token_row))
+    token_end = count_per_row(token_word <= tf.gather(word_last, token_row)) - 1
     # _improve_answer_span: the first sub-span inside [token_start, token_end] equal to the answer.
-    answer_text = tf.strings.substr(
-        contexts, tf.maximum(char_start, 0), tf.where(has_answer, tf.maximum(char_end - char_start, 0), 0),
-        unit="UTF8_CHAR",
-    )
-    answer = tokenizer.tokenize(answer_text)  # (batch, answer tokens)
     answer_lengths = tf.cast(answer.row_lengths(), tf.int64)
     count = tf.where(has_answer & (answer_lengths > 0), tf.maximum(token_end - token_start - answer_lengths + 2, 0), 0)
     candidate_row = tf.repeat(tf.range(tf.size(count, out_type=tf.int64)), count)  # (candidates,)
     candidate = tf.gather(token_start, candidate_row) + tf.ragged.range(count).flat_values
-    lengths = tf.gather(answer_lengths, candidate_row)
-    positions = ranges(tf.gather(doc.row_starts(), candidate_row) + candidate, lengths)
-    equal = tf.equal(
-        tf.gather(doc.flat_values, positions.flat_values),
-        tf.gather(answer, candidate_row).flat_values,
-    )
-    matches = tf.math.unsorted_segment_min(
-        tf.cast(equal, tf.int32), positions.value_rowids(), tf.size(candidate_row)
-    )  # (candidates,) 1 where every token matches
+    # Token j of every candidate: (candidate, j) pairs, flat.
+    offsets = tf.ragged.range(tf.gather(answer_lengths, candidate_row))
+    owner, j = offsets.value_rowids(), offsets.flat_values
+    doc_at = tf.gather(tf.gather(doc.row_starts(), candidate_row) + candidate, owner) + j
+    answer_at = tf.gather(tf.gather(answer.row_starts(), candidate_row), owner) + j
+    equal = tf.equal(tf.gather(doc.flat_values, doc_at), tf.gather(answer.flat_values, answer_at))
+    # (candidates,) 1 where every token matches.
+    matches = tf.math.unsorted_segment_min(tf.cast(equal, tf.int32), owner, tf.size(candidate_row))
     never = tf.constant(2**62, tf.int64)
-    first_match = tf.math.unsorted_segment_min(
-        tf.where(matches > 0, candidate, never), candidate_row, tf.size(count)
-    )
+    first_match = tf.math.unsorted_segment_min(tf.where(matches > 0, candidate, never), candidate_row, batch)
     found = first_match < never
     token_start = tf.where(found, first_match, token_start)
     token_end = tf.where(found, first_match + answer_lengths - 1, token_end)
