@@ -1,0 +1,221 @@
+"""`BertSpanExtractor`: extractive question answering, SQuAD v1.1 and v2.0 (§4.2, §4.3)."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.metrics.squad import best_threshold, raw_scores
+from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models.task import Task
+from keras_bert_zoo.text.span_decoder import WINDOW_FIELDS, SpanDecoder
+from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor, as_pairs
+
+ANSWER_KEYS = ("answer_text", "answer_start", "answer_end", "score", "null_score", "score_diff")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_zoo")
+class BertSpanExtractor(Task):
+    """Start and end logits over every token; answers as exact spans of the context.
+
+    One dense layer maps each `sequence_output` vector to a start and an end logit
+    (the original `cls/squad/output_weights`/`output_bias`, HF's `qa_outputs`); the
+    loss is the mean of the start and end cross-entropies over the window's positions
+    (Keras' loss plumbing: two outputs, `loss_weights` 0.5 each). Training labels and
+    windows come from `SpanExtractorPreprocessor` (doc stride, max context, `[CLS]` for
+    a window without the answer); answers from `SpanDecoder` (n-best spans, the v2.0
+    null score against `null_score_diff_threshold`).
+
+    Args:
+        backbone: `keras_bert_zoo.BertBackbone`.
+        preprocessor: `keras_bert_zoo.text.SpanExtractorPreprocessor` or None.
+        n_best_size: int. Start/end candidates per window. Defaults to 20.
+        max_answer_length: int. Longest answer in tokens. Defaults to 30.
+        null_score_diff_threshold: float or None. SQuAD v2.0: answer "" when the
+            null score exceeds the best span's by more than this; None (v1.1) always
+            answers. `tune_null_threshold` sets it. Defaults to None.
+
+    Call arguments:
+        inputs: dict of `token_ids`, `segment_ids`, `padding_mask` (windows, seq).
+
+    Returns:
+        `[start_logits, end_logits]`, float32 (windows, seq) each. `predict` on raw
+        `(questions, contexts)` returns the answers instead (see `predict`).
+
+    Examples:
+    >>> qa = keras_bert_zoo.BertSpanExtractor.from_preset("bert_base_en_uncased")
+    >>> data = keras_bert_zoo.data.squad.read_squad("train-v1.1.json")
+    >>> qa.fit(data.x, data.y, batch_size=32, epochs=3)
+    >>> qa.predict((["Who wrote it?"], ["It was written by Ann."]))["answer_text"]
+
+    References:
+        Devlin et al. 2018 §4.2-4.3; google-research/bert `run_squad.py`.
+    """
+
+    preprocessor_cls = SpanExtractorPreprocessor
+    default_sequence_length = 384
+
+    def __init__(self, backbone, preprocessor=None, n_best_size=20, max_answer_length=30,
+                 null_score_diff_threshold=None, **kwargs):
+        # The decoder checks the three decoding arguments.
+        decoder = SpanDecoder(n_best_size, max_answer_length, null_score_diff_threshold)
+        # === Layers ===
+        policy = backbone.dtype_policy
+        span_dense = keras.layers.Dense(2, kernel_initializer=bert_initializer(), dtype=policy, name="span_logits")
+        # === Functional model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+        sequence = backbone(dict(inputs))["sequence_output"]  # (windows, seq, hidden)
+        logits = keras.ops.cast(span_dense(sequence), "float32")  # (windows, seq, 2)
+        outputs = [logits[:, :, 0], logits[:, :, 1]]  # start, end: (windows, seq) each
+        kwargs.pop("dtype", None)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = policy
+        # === Config ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.n_best_size = n_best_size
+        self.max_answer_length = max_answer_length
+        self.null_score_diff_threshold = decoder.null_score_diff_threshold
+        # === Head ===
+        self.span_dense = span_dense
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """`Task.compile`; the `"auto"` loss is (start CE + end CE) / 2."""
+        if isinstance(loss, str) and loss == "auto":
+            kwargs.setdefault("loss_weights", [0.5, 0.5])
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def default_loss(self):
+        return [keras.losses.SparseCategoricalCrossentropy(from_logits=True) for _ in range(2)]
+
+    def head_variables(self):
+        """The head under `run_squad.py`'s names (HF `qa_outputs.*` maps onto them)."""
+        return {"cls/squad/output_weights": self.span_dense.kernel, "cls/squad/output_bias": self.span_dense.bias}
+
+    def decoder(self):
+        """The `SpanDecoder` with this task's decoding settings."""
+        return SpanDecoder(self.n_best_size, self.max_answer_length, self.null_score_diff_threshold)
+
+    def postprocess(self, outputs):
+        """Logits and the windows' fields -> answers per question, in TF ops.
+
+        Serving composes `preprocessor.windows(questions, contexts)` -> the model on
+        its `token_ids`/`segment_ids`/`padding_mask` -> this, as `predict` does.
+
+        Args:
+            outputs: dict with `start_logits`, `end_logits`, the window fields of
+                `SpanExtractorPreprocessor.windows` (`token_starts`, `token_ends`,
+                `max_context`, `example_index`) and `contexts` (the context strings).
+
+        Returns:
+            `SpanDecoder`'s dict: `answer_text`, `answer_start`, `answer_end`,
+            `score`, `null_score`, `score_diff` per question.
+        """
+        windows = {key: outputs[key] for key in WINDOW_FIELDS}
+        return self.decoder()(outputs["start_logits"], outputs["end_logits"], windows, outputs["contexts"])
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """Answers raw `(questions, contexts)`; packed window ids give the logits.
+
+        Args:
+            x: a tuple `(questions, contexts)` of strings, a list of
+                `(question, context)` pairs, or packed ids (a dict with `token_ids`).
+            batch_size: int. Questions per step (each may have several windows).
+                Defaults to 32.
+
+        Returns:
+            For raw text, a dict of NumPy arrays, one entry per question:
+            `answer_text` (str, "" for no answer), `answer_start`/`answer_end`
+            (character span in the context, -1 for no answer), `score`,
+            `null_score`, `score_diff`. For ids, `[start_logits, end_logits]`.
+        """
+        if self.preprocessor is None or inputs_lib.is_packed(x) or isinstance(x, tf.data.Dataset):
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+        questions, contexts = (np.asarray(c, dtype=object).astype(str) for c in as_pairs(x))
+        if len(questions) != len(contexts) or not len(questions):
+            raise ValueError(
+                "`x` must hold as many questions as contexts, at least one. "
+                f"Received: {len(questions)} questions, {len(contexts)} contexts."
+            )
+        size = batch_size or inputs_lib.DEFAULT_BATCH_SIZE
+        parts = []
+        for begin in range(0, len(questions), size):
+            # Eager windows reuse the tokenizer's traced graphs; the forward pass is
+            # Keras' cached predict function; tracing all of it per call would cost more.
+            batch_contexts = contexts[begin : begin + size]
+            windows = self.preprocessor.windows(questions[begin : begin + size], batch_contexts)
+            inputs, _, _ = inputs_lib.trim_to_longest({k: windows[k] for k in inputs_lib.SEQUENCE_KEYS})
+            start_logits, end_logits = self.predict_on_batch(inputs)
+            cut = start_logits.shape[1]
+            outputs = {key: windows[key][:, :cut] if key != "example_index" else windows[key] for key in WINDOW_FIELDS}
+            outputs.update(start_logits=start_logits, end_logits=end_logits, contexts=batch_contexts)
+            parts.append(self.postprocess(outputs))
+        answers = {key: np.concatenate([np.asarray(part[key]) for part in parts]) for key in ANSWER_KEYS}
+        answers["answer_text"] = np.array([t.decode("utf-8") for t in answers["answer_text"]], dtype=object)
+        return answers
+
+    def tune_null_threshold(self, dev, batch_size=None):
+        """Sets `null_score_diff_threshold` to the value that maximises dev F1 (SQuAD v2.0).
+
+        As the official v2.0 script's `best_f1_thresh`: every question gets its best
+        non-null span; questions are answered in increasing `score_diff` order and the
+        running F1 total picks the threshold. The value is stored in the task's config,
+        so saved presets and exports use it.
+
+        Args:
+            dev: `keras_bert_zoo.data.squad.SquadData` (questions, contexts, gold answers).
+            batch_size: int. Questions per step. Defaults to 32.
+
+        Returns:
+            dict with `best_f1` (percent) and `best_f1_thresh` (the value set).
+        """
+        saved = self.null_score_diff_threshold
+        self.null_score_diff_threshold = None  # the best non-null span for every question
+        try:
+            answers = self.predict(dev.x, batch_size=batch_size)
+        finally:
+            self.null_score_diff_threshold = saved
+        predictions = dict(zip(dev.ids, answers["answer_text"]))
+        gold = dev.gold_answers()
+        _, f1 = raw_scores(predictions, gold)
+        na_probs = {qid: float(v) for qid, v in zip(dev.ids, answers["score_diff"])}
+        best_f1, threshold = best_threshold(predictions, f1, na_probs, {q: bool(a) for q, a in gold.items()})
+        self.null_score_diff_threshold = float(threshold)
+        return {"best_f1": best_f1, "best_f1_thresh": float(threshold)}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "n_best_size": self.n_best_size,
+                "max_answer_length": self.max_answer_length,
+                "null_score_diff_threshold": self.null_score_diff_threshold,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, sequence_length=None, doc_stride=None, max_query_length=None,
+                    **kwargs):
+        """Builds the task from a preset (see `Task.from_preset`); a SQuAD head in the
+        checkpoint (Google's `cls/squad/*`, HF's `qa_outputs.*`, ours) is loaded.
+
+        Args:
+            preset: str. A registry name or alias, or a local directory / zip / checkpoint.
+            load_weights: bool. Defaults to True.
+            sequence_length: int or None. Window length; None is the saved task's, else 384.
+            doc_stride: int or None. None: 128.
+            max_query_length: int or None. None: 64, or half of `sequence_length` when less.
+            **kwargs: the task's arguments (`n_best_size`, `max_answer_length`,
+                `null_score_diff_threshold`) or backbone config overrides.
+        """
+        task = super().from_preset(preset, load_weights=load_weights, sequence_length=sequence_length, **kwargs)
+        if doc_stride is not None or max_query_length is not None:
+            old = task.preprocessor
+            task.preprocessor = SpanExtractorPreprocessor(
+                old.tokenizer, old.sequence_length, doc_stride or old.doc_stride, max_query_length or old.max_query_length
+            )
+        return task
