@@ -3,6 +3,8 @@
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.text.segment_packer import SegmentPacker
+from keras_bert_zoo.text.span_decoder import SpanDecoder
+from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor
 from keras_bert_zoo.text.vocabulary import (
     SPECIAL_TOKENS,
     google_reserved_tokens,
@@ -17,6 +19,8 @@ __all__ = [
     "BertPreprocessor",
     "BertTokenizer",
     "SegmentPacker",
+    "SpanDecoder",
+    "SpanExtractorPreprocessor",
     "google_reserved_tokens",
     "learn_vocabulary",
     "load_vocabulary",
