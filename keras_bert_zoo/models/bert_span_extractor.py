@@ -24,7 +24,9 @@ class BertSpanExtractor(Task):
     (Keras' loss plumbing: two outputs, `loss_weights` 0.5 each). Training labels and
     windows come from `SpanExtractorPreprocessor` (doc stride, max context, `[CLS]` for
     a window without the answer); answers from `SpanDecoder` (n-best spans, the v2.0
-    null score against `null_score_diff_threshold`).
+    null score against `null_score_diff_threshold`). `fit`'s `batch_size` counts
+    questions; a step trains on all their windows (the original batches 32 windows,
+    which for SQuAD's mostly one-window contexts is nearly the same).
 
     Args:
         backbone: `keras_bert_zoo.BertBackbone`.
