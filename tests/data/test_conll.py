@@ -142,3 +142,29 @@ def test_inputs_for_fit_with_document_context(tmp_path):
     assert left.tolist() == ["", "", "Joel lives in Seattle ."]
     assert right.tolist() == ["", "Dutch German talks", ""]
     assert conll_inputs(data)[1] is None
+
+
+def test_tfds_conll2003_prepared_locally(tmp_path):
+    import tensorflow_datasets as tfds
+    from tensorflow_datasets.core.dataset_builders.conll import conll_dataset_builder_utils as conll_lib
+
+    from keras_bert_zoo.data.conll import load_conll2003_tfds
+
+    names = conll_lib.NER_TAGS  # O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, B-MISC, I-MISC
+    rows = [{"tokens": ["EU", "rejects", "German"], "pos": [0, 0, 0], "chunks": [0, 0, 0],
+             "ner": [names.index("I-ORG"), 0, names.index("I-MISC")]},
+            {"tokens": ["Peter", "Blackburn"], "pos": [0, 0], "chunks": [0, 0],
+             "ner": [names.index("B-PER"), names.index("I-PER")]}]
+    tfds.dataset_builders.store_as_tfds_dataset(
+        name="conll2003", version="1.0.0", config="conll2003", data_dir=str(tmp_path),
+        features=tfds.features.FeaturesDict(conll_lib.CONLL_2003_ORDERED_FEATURES),
+        split_datasets={"dev": list(enumerate(rows))})
+    data = load_conll2003_tfds("valid", data_dir=str(tmp_path))
+    assert data.words == [["EU", "rejects", "German"], ["Peter", "Blackburn"]]
+    assert data.tags == [["B-ORG", "O", "B-MISC"], ["B-PER", "I-PER"]] and data.scheme == "iob1"
+    assert data.document_ids == [0, 1]
+    assert load_conll2003_tfds("dev[1:]", data_dir=str(tmp_path)).words == [["Peter", "Blackburn"]]
+    with pytest.raises(ValueError, match="conll2003 is not prepared"):
+        load_conll2003_tfds("train", data_dir=str(tmp_path / "empty"))
+    with pytest.raises(ValueError, match="split='validate'"):
+        load_conll2003_tfds("validate", data_dir=str(tmp_path))
