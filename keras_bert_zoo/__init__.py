@@ -13,7 +13,10 @@ from keras_bert_zoo.data.pretraining import pretraining_dataset  # noqa: E402
 from keras_bert_zoo.data.pretraining_report import format_report, pretraining_report  # noqa: E402
 from keras_bert_zoo.data.pretraining_writer import write_pretraining_tfrecords  # noqa: E402
 from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords  # noqa: E402
+from keras_bert_zoo.export import export  # noqa: E402  (the function shadows the module name)
 from keras_bert_zoo.models.bert_backbone import BertBackbone  # noqa: E402
+from keras_bert_zoo.models.bert_classifier import BertClassifier  # noqa: E402
+from keras_bert_zoo.models.bert_multiple_choice import BertMultipleChoice  # noqa: E402
 from keras_bert_zoo.models.bert_pretrainer import BertPretrainer  # noqa: E402
 from keras_bert_zoo.presets import list_presets  # noqa: E402
 from keras_bert_zoo.text import (  # noqa: E402
@@ -37,6 +40,8 @@ __version__ = "0.1.0"
 __all__ = [
     "BertAdamW",
     "BertBackbone",
+    "BertClassifier",
+    "BertMultipleChoice",
     "BertPreprocessor",
     "BertPretrainer",
     "BertTokenizer",
@@ -45,6 +50,7 @@ __all__ = [
     "PretrainingConfig",
     "SegmentPacker",
     "TrainingCheckpoint",
+    "export",
     "fit_resumable",
     "format_report",
     "get_preset_vocabulary",
