@@ -9,7 +9,7 @@ import tensorflow as tf
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
-from keras_bert_zoo.training.optimizer import BertAdamW
+from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
 from keras_bert_zoo.weights import loading
 
 # The paper's grid is {5e-5, 4e-5, 3e-5, 2e-5} (§A.3). 5e-5 is its top, keras-hub's and
@@ -87,7 +87,8 @@ class Task(keras.Model):
         """Compiles with the paper's fine-tuning recipe, each default overridable alone.
 
         Args:
-            optimizer: `"auto"` (`BertAdamW` with a warm-up/decay schedule over the
+            optimizer: `"auto"` (`FinetuningAdamW`: `BertAdamW` whose clipping sees the
+                sum over replicas, with a warm-up/decay schedule over the
                 steps each `fit` call runs) or any Keras optimizer.
             loss: `"auto"` (the task's loss) or any Keras loss.
             metrics: `"auto"` (the task's metrics), a list, or None.
@@ -112,7 +113,7 @@ class Task(keras.Model):
         self._run_schedule = None
         if isinstance(optimizer, str) and optimizer == "auto":
             # A placeholder length: `fit` sets the schedule of its own run.
-            optimizer = BertAdamW(inputs_lib.RunSchedule(learning_rate, 0, 1))
+            optimizer = FinetuningAdamW(RunSchedule(learning_rate, 0, 1))
             self._run_schedule = (float(learning_rate), float(warmup_ratio))
         if isinstance(loss, str) and loss == "auto":
             loss = self.default_loss()
@@ -140,7 +141,7 @@ class Task(keras.Model):
         peak, ratio = self._run_schedule
         start = int(keras.ops.convert_to_numpy(self.optimizer.iterations))
         # As run_classifier.py: int(num_train_steps * warmup_proportion).
-        self.optimizer.learning_rate = inputs_lib.RunSchedule(peak, int(total * ratio), total, start_step=start)
+        self.optimizer.learning_rate = RunSchedule(peak, int(total * ratio), total, start_step=start)
         self.train_function = None  # the schedule is traced into the train step: trace again
 
     # === Raw inputs ===
@@ -151,9 +152,7 @@ class Task(keras.Model):
                 return None
             if y is not None or sample_weight is not None:
                 raise ValueError("With a tf.data.Dataset, `y` and `sample_weight` come from the dataset. Drop them.")
-            dataset = inputs_lib.batch_if_unbatched(x, batch_size)
-            inputs_lib.report_truncated(dataset, self.preprocessor)
-            return inputs_lib.preprocess(dataset, self.preprocessor), None
+            return self._pipeline(inputs_lib.batch_if_unbatched(x, batch_size)), None
         if inputs_lib.is_packed(x) or x is None:
             return None
         columns = inputs_lib.as_columns(x)
@@ -167,8 +166,18 @@ class Task(keras.Model):
             return None
         order = inputs_lib.length_order(columns) if sort else None
         dataset = inputs_lib.in_memory_dataset(columns, y, sample_weight, batch_size, shuffle, order)
-        inputs_lib.report_truncated(dataset, self.preprocessor)
-        return inputs_lib.preprocess(dataset, self.preprocessor), order
+        return self._pipeline(dataset), order
+
+    def _pipeline(self, dataset):
+        """Reports the truncated inputs of a raw batched dataset and preprocesses it."""
+        cached = getattr(self, "_pipeline_functions", None)
+        if cached is None or cached[0] != id(self.preprocessor):
+            # Traced once per preprocessor, not once per fit/evaluate/predict call.
+            cached = self._pipeline_functions = (id(self.preprocessor),) + inputs_lib.pipeline_functions(
+                self.preprocessor
+            )
+        inputs_lib.report_truncated(dataset, self.preprocessor, cached[2])
+        return inputs_lib.preprocess(dataset, cached[1])
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None, validation_data=None,
             validation_split=0.0, shuffle=True, initial_epoch=0, steps_per_epoch=None, **kwargs):

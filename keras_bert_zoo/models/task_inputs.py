@@ -5,7 +5,7 @@ Raw strings (a list, a NumPy array, a tuple of columns for pairs, or a batched
 to the longest row of the batch → prefetch. `predict` sorts in-memory rows by length
 first (so a batch holds rows of similar length) and restores the input order after.
 Also here: the number of inputs the preprocessor truncates (reported in one log
-line) and the learning-rate schedule whose length `fit` sets.
+line).
 """
 
 import logging
@@ -14,7 +14,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_zoo.training.optimizer import LinearWarmupLinearDecay
 
 logger = logging.getLogger("keras_bert_zoo.models")
 
@@ -123,37 +122,62 @@ def trim_to_longest(x, y=None, sample_weight=None):
     return x, y, sample_weight
 
 
-def preprocess(dataset, preprocessor):
-    """Maps the preprocessor over `(x[, y[, sample_weight]])` batches and cuts the padding."""
+def pipeline_functions(preprocessor):
+    """Returns `(prepare, count)`: tf.functions over a raw `(x[, y[, sample_weight]])`
+    batch. `prepare` runs the preprocessor and cuts the padding; `count` gives
+    `[truncated, total]` input sequences (None without `preprocessor.truncated_rows`).
+    A task keeps them, so that each call's pipeline reuses their traces."""
 
-    def apply(*data):
+    @tf.function(autograph=False, reduce_retracing=True)
+    def prepare(data):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(preprocessor(x, y, sample_weight))
         return keras.utils.pack_x_y_sample_weight(*trim_to_longest(x, y, sample_weight))
 
-    return dataset.map(apply, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
-
-
-def report_truncated(dataset, preprocessor, steps=None):
-    """Counts the inputs the preprocessor will truncate and logs one line; returns the count.
-
-    Needs the preprocessor's `truncated_rows(x)` (True per input longer than its
-    `sequence_length`); a preprocessor without it, or a dataset of unknown or
-    infinite length without `steps`, is not counted (returns None).
-    """
     count_rows = getattr(preprocessor, "truncated_rows", None)
     if count_rows is None:
+        return prepare, None
+
+    @tf.function(autograph=False, reduce_retracing=True)
+    def count(data):
+        flags = tf.reshape(count_rows(keras.utils.unpack_x_y_sample_weight(data)[0]), [-1])
+        return tf.stack([tf.reduce_sum(tf.cast(flags, tf.int64)), tf.size(flags, out_type=tf.int64)])
+
+    return prepare, count
+
+
+def _packed(function):
+    """tf.data passes a tuple element's items as arguments; the tf.functions take the tuple
+    (one traced signature per structure: `(x,)`, `(x, y)`, `(x, y, sample_weight)`)."""
+    return tf.autograph.experimental.do_not_convert(lambda *data: function(data))
+
+
+def preprocess(dataset, prepare):
+    """Maps `prepare` (see `pipeline_functions`) over the batches, in order, prefetching."""
+    dataset = dataset.map(_packed(prepare), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE).with_options(_OPTIONS)
+
+
+# tf.data's default graph rewrites found nothing to gain on the tokenizer's graph but
+# cost ~0.3 s per iterator, i.e. per fit/evaluate/predict call (as in pretraining_writer).
+_OPTIONS = tf.data.Options()
+_OPTIONS.experimental_optimization.apply_default_optimizations = False
+
+
+def report_truncated(dataset, preprocessor, count, steps=None):
+    """Counts the inputs the preprocessor will truncate and logs one line; returns the count.
+
+    `count` is from `pipeline_functions`; without it (a preprocessor without
+    `truncated_rows`), or for a dataset of unknown or infinite length without
+    `steps`, nothing is counted (returns None).
+    """
+    if count is None:
         return None
     if steps is not None:
         dataset = dataset.take(steps)
     elif dataset.cardinality() < 0:
         return None
-
-    def count(*data):
-        flags = tf.reshape(count_rows(keras.utils.unpack_x_y_sample_weight(data)[0]), [-1])
-        return tf.stack([tf.reduce_sum(tf.cast(flags, tf.int64)), tf.size(flags, out_type=tf.int64)])
-
-    counts = dataset.map(count, num_parallel_calls=tf.data.AUTOTUNE)
+    counts = dataset.map(_packed(count), num_parallel_calls=tf.data.AUTOTUNE)
     truncated, total = (int(v) for v in counts.reduce(tf.zeros([2], tf.int64), lambda a, b: a + b))
     level = logging.WARNING if truncated else logging.INFO
     logger.log(
@@ -192,22 +216,3 @@ def restore_order(outputs, order):
         return np.asarray(output)[inverse]
 
     return keras.tree.map_structure(restore, outputs)
-
-
-@keras.saving.register_keras_serializable(package="keras_bert_zoo")
-class RunSchedule(LinearWarmupLinearDecay):
-    """`LinearWarmupLinearDecay` over one `fit` run that starts at optimizer step `start_step`.
-
-    `Task.fit` sets it for `compile(optimizer="auto")`: warm-up over the first
-    `warmup_steps` of the run, then linear decay to 0 at its last step.
-    """
-
-    def __init__(self, peak_learning_rate, warmup_steps, total_steps, end_learning_rate=0.0, start_step=0):
-        super().__init__(peak_learning_rate, warmup_steps, total_steps, end_learning_rate)
-        self.start_step = int(start_step)
-
-    def __call__(self, step):
-        return super().__call__(keras.ops.cast(step, "float32") - float(self.start_step))
-
-    def get_config(self):
-        return dict(super().get_config(), start_step=self.start_step)

@@ -2,6 +2,7 @@
 
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
+from keras_bert_zoo.text.multiple_choice_preprocessor import MultipleChoicePreprocessor
 from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.span_decoder import SpanDecoder
 from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor
@@ -18,6 +19,7 @@ __all__ = [
     "SPECIAL_TOKENS",
     "BertPreprocessor",
     "BertTokenizer",
+    "MultipleChoicePreprocessor",
     "SegmentPacker",
     "SpanDecoder",
     "SpanExtractorPreprocessor",

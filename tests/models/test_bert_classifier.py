@@ -12,8 +12,8 @@ import safetensors.numpy
 
 from keras_bert_zoo.models import task_inputs
 from keras_bert_zoo.models.bert_classifier import BertClassifier
-from keras_bert_zoo.training.optimizer import BertAdamW
-from tests.task_contract import assert_task_contract
+from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW
+from tests.task_contract import assert_mirrored_equals_one_device, assert_task_contract
 from tests.weights import weights_testlib as lib
 
 FIXTURE = lib.fixture_dir("gelu")  # HF layout: vocab w0..w58, hidden 16, 2 layers, 32 positions
@@ -38,6 +38,14 @@ def test_contract_pairs_regression(tmp_path):
     assert isinstance(task.loss, keras.losses.MeanSquaredError)
 
 
+@pytest.mark.slow
+def test_mirrored_two_logical_cpus_equals_one_device(tmp_path):
+    result = assert_mirrored_equals_one_device(
+        "tests.models.test_bert_classifier:tiny_classifier", SENTENCES[:4], np.array([0, 1, 1, 0]), tmp_path
+    )
+    assert result["moved"] > 1e-5
+
+
 def test_head_is_dense_on_pooled_cls_and_pairs_use_segment_one():
     task = tiny_classifier(num_classes=3, labels=["a", "b", "c"])
     x = task.preprocessor((SENTENCES[:2], SECONDS[:2]))
@@ -56,12 +64,11 @@ def test_default_compile_is_the_papers_recipe_over_the_steps_fit_runs():
     task = tiny_classifier()
     task.compile()
     optimizer = task.optimizer
-    assert isinstance(optimizer, BertAdamW) and optimizer.weight_decay_rate == 0.01
-    assert optimizer.global_clipnorm == 1.0 and set(optimizer.exclude_from_decay) >= {"LayerNorm", "bias"}
+    assert isinstance(optimizer, FinetuningAdamW) and optimizer.weight_decay_rate == 0.01
+    assert optimizer.clip_global_norm == 1.0 and set(optimizer.exclude_from_decay) >= {"LayerNorm", "bias"}
     assert isinstance(task.loss, keras.losses.SparseCategoricalCrossentropy) and task.loss.from_logits
     x, y = SENTENCES * 4, np.arange(24) % 2  # 24 rows, batch 5: 5 steps per epoch
     task.fit(x, y, batch_size=5, epochs=4, verbose=0)
-    schedule = optimizer.learning_rate if callable(optimizer.learning_rate) else optimizer._learning_rate
     schedule = optimizer._learning_rate
     assert (schedule.total_steps, schedule.warmup_steps, schedule.start_step) == (20, 2, 0)
     assert schedule.peak_learning_rate == 5e-5 and int(optimizer.iterations) == 20
@@ -75,7 +82,7 @@ def test_default_compile_is_the_papers_recipe_over_the_steps_fit_runs():
     task.compile(optimizer=keras.optimizers.SGD(0.1))
     assert isinstance(task.loss, keras.losses.SparseCategoricalCrossentropy) and task._run_schedule is None
     task.compile(loss=keras.losses.CategoricalHinge(), learning_rate=3e-5, warmup_ratio=0.2)
-    assert isinstance(task.optimizer, BertAdamW) and task._run_schedule == (3e-5, 0.2)
+    assert isinstance(task.optimizer, FinetuningAdamW) and task._run_schedule == (3e-5, 0.2)
     with pytest.raises(ValueError, match="warmup_ratio=1.5"):
         task.compile(warmup_ratio=1.5)
 
