@@ -12,6 +12,9 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 def _decode_lines(data, source):
     """Splits raw bytes into stripped UTF-8 tokens (LF or CRLF), naming bad lines."""
+    # A UTF-8 byte-order mark (Windows editors write one) marks the encoding; it is not
+    # part of the first token ("[PAD]" would otherwise be missing).
+    data = data.removeprefix(b"\xef\xbb\xbf")
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the final newline ends the last line; it adds no token
@@ -70,6 +73,8 @@ def validate_vocabulary(tokens, source="list"):
 
 def load_vocabulary(path):
     """Loads and validates a `vocab.txt` (one token per line, UTF-8, LF or CRLF).
+
+    A leading UTF-8 byte-order mark is ignored.
 
     Args:
         path: str or PathLike. The vocabulary file.

@@ -39,6 +39,13 @@ def test_load_lf_and_crlf_give_same_ids(tmp_path):
     assert FullTokenizer(crlf).convert_tokens_to_ids(FullTokenizer(crlf).tokenize("hello worlds")) == [6, 7, 8]
 
 
+def test_utf8_byte_order_mark_is_not_part_of_the_first_token(tmp_path):
+    # R53: a BOM made "[PAD]" on line 1 read as "\ufeff[PAD]" ("lacks ['[PAD]']").
+    bom = _write(tmp_path / "bom.txt", b"\xef\xbb\xbf" + "\r\n".join(TOKENS).encode() + b"\r\n")
+    assert load_vocabulary(bom) == TOKENS
+    assert BertTokenizer(bom).pad_token_id == 0
+
+
 def test_duplicate_token_names_token_and_both_lines(tmp_path):
     path = _write(tmp_path / "v.txt", "\n".join(TOKENS + ["world"]).encode())
     with pytest.raises(ValueError, match=r"duplicate token 'world' at lines 8 and 11"):
