@@ -21,6 +21,13 @@ VOCABULARY_ASSET = "vocabulary.txt"
 ERRORS = ("ignore", "strict")
 
 
+def _is_empty_batch(inputs):
+    """An empty Python list/tuple or NumPy array (any dtype): an empty batch of strings."""
+    if isinstance(inputs, (list, tuple)):
+        return len(inputs) == 0
+    return isinstance(inputs, np.ndarray) and inputs.ndim == 1 and inputs.size == 0
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
 class BertTokenizer(keras.layers.Layer):
     """The original BERT tokenizer (`FullTokenizer`), in-graph and id-for-id exact.
@@ -60,7 +67,8 @@ class BertTokenizer(keras.layers.Layer):
         errors: "ignore" or "strict". What invalid UTF-8 does. Defaults to "ignore".
 
     Call arguments:
-        inputs: a string, a list of strings or a 1-D `tf.string` tensor.
+        inputs: a string, a list of strings or a 1-D `tf.string` tensor. An empty list
+            is an empty batch: the result has 0 rows.
 
     Returns:
         int32 `tf.RaggedTensor` (batch, None) of ids; a scalar input gives a 1-D tensor.
@@ -177,7 +185,10 @@ class BertTokenizer(keras.layers.Layer):
     def _prepare(self, inputs):
         """Converts inputs to a valid-UTF-8, capped 1-D string tensor; notes scalars."""
         self._check_vocabulary()
-        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
+        if _is_empty_batch(inputs):
+            # `[]` converts to float32; an empty list is an empty batch of strings.
+            inputs = tf.constant([], tf.string)
+        elif not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
             inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype != tf.string:
             raise ValueError(f"`inputs` must be strings. Received: dtype={inputs.dtype.name}.")

@@ -64,8 +64,11 @@ def bytes_to_chars(char_starts, byte_begins, byte_ends):
     starts = tf.concat([starts, sentinel], axis=1)  # (batch, max_chars + 1)
     begins = byte_begins.to_tensor(default_value=0)  # (batch, max_tokens)
     ends = byte_ends.to_tensor(default_value=1)
-    begin_chars = tf.searchsorted(starts, begins, side="right") - 1
-    end_chars = tf.searchsorted(starts, ends - 1, side="right")
+    # searchsorted fails on an empty batch: search one extra row, then drop it.
+    starts, begins, ends = (tf.pad(t, [[0, 1], [0, 0]], constant_values=v)
+                            for t, v in ((starts, big), (begins, 0), (ends, 1)))
+    begin_chars = tf.searchsorted(starts, begins, side="right")[:-1] - 1
+    end_chars = tf.searchsorted(starts, ends - 1, side="right")[:-1]
     lengths = byte_begins.row_lengths()
     begin_chars = tf.RaggedTensor.from_tensor(tf.cast(begin_chars, tf.int64), lengths=lengths)
     end_chars = tf.RaggedTensor.from_tensor(tf.cast(end_chars, tf.int64), lengths=lengths)

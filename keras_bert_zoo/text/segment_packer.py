@@ -32,6 +32,36 @@ def _is_nested_list(value):
     return isinstance(value, (list, tuple)) and len(value) > 0 and isinstance(value[0], (list, tuple))
 
 
+def _check_batch_sizes(segments):
+    """Returns `segments`, failing unless all hold the same number of rows (examples)."""
+    if len(segments) < 2:
+        return segments
+    static = [s.shape[0] for s in segments]
+    if tf.executing_eagerly() or None not in static:
+        rows = [int(s.nrows()) for s in segments] if None in static else static
+        if len(set(rows)) > 1:
+            counts = ", ".join(f"{n} in segment {i}" for i, n in enumerate(rows))
+            raise ValueError(
+                "Each segment must hold one row per example, so all segments need the same "
+                f"batch size. Received: {counts}. Pass lists of equal length, e.g. "
+                '(["A man eats.", "It rains."], ["Someone eats.", "It is dry."]).'
+            )
+        return segments
+    checks = [
+        tf.debugging.assert_equal(
+            segments[0].nrows(), s.nrows(),
+            message=f"Each segment must hold one row per example: segment {i} has a different "
+            "batch size than segment 0. Pass lists of equal length.",
+        )
+        for i, s in enumerate(segments[1:], start=1)
+    ]
+    with tf.control_dependencies(checks):  # on both tensors: the packer reads the lengths first
+        return [
+            tf.RaggedTensor.from_row_splits(tf.identity(s.values), tf.identity(s.row_splits), validate=False)
+            for s in segments
+        ]
+
+
 def water_level_lengths(lengths, budget):
     """Lengths after `longest_first`/`round_robin` truncation to `budget` tokens in total.
 
@@ -149,7 +179,7 @@ class SegmentPacker(keras.layers.Layer):
         if not inputs:
             raise ValueError("`inputs` must hold at least one segment. Received: an empty tuple.")
         converted = [_to_ragged(s) for s in inputs]
-        segments = [c[0] for c in converted]
+        segments = _check_batch_sizes([c[0] for c in converted])
         scalar = converted[0][1]
         segments = self._truncate(segments)
         token_ids, segment_ids = tf_text.combine_segments(segments, self.start_value, self.end_value)
