@@ -1,0 +1,74 @@
+"""tools/export.py and tools/predict.py: a task preset -> SavedModel -> JSON Lines answers equal to
+`task.predict`, in input order, in TF Serving's REST shapes; the same answers from the preset."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.models.test_bert_classifier import SENTENCES, tiny_classifier
+from tools import export as export_tool
+from tools import predict as predict_tool
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LABELS = ["neg", "pos"]
+
+
+@pytest.mark.parametrize("tool", ["export", "predict"])
+def test_help_does_not_import_tensorflow(tool):
+    proc = subprocess.run([sys.executable, "-X", "importtime", f"tools/{tool}.py", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage:"), proc.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "tensorflow" not in imported and "keras_bert_zoo" not in imported
+
+
+def test_preset_to_saved_model_to_json_lines(tmp_path):
+    task = tiny_classifier(labels=LABELS)
+    preset, served = str(tmp_path / "preset"), str(tmp_path / "served" / "1")
+    task.save_to_preset(preset)
+    export_tool.main(["--model", preset, "--output", served, "--signatures", "text"])
+    probabilities = np.asarray(task.postprocess(task.predict(SENTENCES, verbose=0))["probabilities"])
+
+    # Instances one per line (objects and a bare string), then a row-format and a columnar request.
+    lines = [{"text": s} for s in SENTENCES[:4]] + [SENTENCES[4]]
+    lines += [{"instances": [{"text": SENTENCES[5]}, SENTENCES[0]]}, {"inputs": {"text": SENTENCES[1:3]}}]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    answers = {}
+    for model in (served, preset):
+        out = tmp_path / "out.jsonl"
+        predict_tool.main(["--model", model, "--input", str(source), "--output", str(out), "--batch-size", "2",
+                           "--no-progress"])
+        answers[model] = [json.loads(line) for line in out.read_text().splitlines()]
+    got = answers[served]
+    assert len(got) == 7 and sorted(got[0]) == ["label", "label_id", "probabilities"]
+    for row, i in zip(got[:5], range(5)):  # batched by length (batch 2), written in input order
+        np.testing.assert_allclose(row["probabilities"], probabilities[i], atol=1e-5, rtol=0)
+        assert row["label"] == LABELS[int(np.argmax(probabilities[i]))] and row["label_id"] == int(
+            np.argmax(probabilities[i]))
+    predictions = got[5]["predictions"]
+    np.testing.assert_allclose([p["probabilities"] for p in predictions], probabilities[[5, 0]], atol=1e-5, rtol=0)
+    outputs = got[6]["outputs"]
+    assert sorted(outputs) == ["label", "label_id", "probabilities"]
+    np.testing.assert_allclose(outputs["probabilities"], probabilities[1:3], atol=1e-5, rtol=0)
+    # The preset runs the function `export` saves: the same answers.
+    from_preset = answers[preset]
+    assert [a["label"] for a in from_preset[:5]] == [b["label"] for b in got[:5]]
+    np.testing.assert_allclose([a["probabilities"] for a in from_preset[:5]], [b["probabilities"] for b in got[:5]],
+                               atol=1e-6, rtol=0)
+    assert from_preset[6]["outputs"]["label"] == outputs["label"]
+
+
+def test_bad_lines_and_instances_are_named(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "w1"}\nnot json\n')
+    with pytest.raises(SystemExit, match="in.jsonl:2 is not JSON"):
+        predict_tool.main(["--model", str(tmp_path), "--input", str(source), "--output", "-"])
+    with pytest.raises(SystemExit, match="--batch-size"):
+        predict_tool.main(["--model", str(tmp_path), "--input", str(source), "--output", "-", "--batch-size", "0"])
+    with pytest.raises(SystemExit, match="does not exist"):
+        export_tool.main(["--model", str(tmp_path / "nothing"), "--output", str(tmp_path / "x")])

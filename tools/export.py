@@ -1,0 +1,51 @@
+"""Export a fine-tuned task (a preset directory or a .keras file) as a SavedModel that answers raw strings.
+
+    python tools/export.py --model runs/sst2/preset --output served/sst2/1
+    python tools/export.py --model runs/stsb/preset --output served/stsb/1 --text-inputs text_a text_b
+
+The SavedModel's `serving_default` takes UTF-8 strings (`text`, or the names given to
+--text-inputs) and returns the task's answers (a classifier: `label`, `label_id`,
+`probabilities`; regression: `score`); `ids` takes packed ids; `examples` takes
+serialized tf.train.Examples (TF Serving's classify/regress). It loads with
+`tf.saved_model.load` once `tensorflow_text` is imported, and serves unchanged in TF
+Serving's model server (which includes the tensorflow-text ops). The write is atomic:
+an existing export at --output is replaced only by a complete one.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools._startup import import_tensorflow  # noqa: E402
+
+SIGNATURES = ("text", "ids", "examples")
+
+
+def build_parser():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, help="task preset directory (save_to_preset) or a .keras file")
+    p.add_argument("--output", required=True, help="SavedModel directory to write (e.g. served/NAME/1)")
+    p.add_argument("--signatures", nargs="+", choices=SIGNATURES, default=list(SIGNATURES))
+    p.add_argument("--text-inputs", nargs="+", metavar="NAME",
+                   help="classifier input names: one (default: text) or two for pairs (text_a text_b)")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if not os.path.exists(args.model):
+        raise SystemExit(f"--model {args.model!r} does not exist. Pass a task preset directory or a .keras file.")
+    import_tensorflow()
+    from keras_bert_zoo.export import export
+    from keras_bert_zoo.export_client import load_task
+
+    task = load_task(args.model)
+    path = export(task, args.output, signatures=tuple(args.signatures), text_inputs=args.text_inputs)
+    print(f"Exported {type(task).__name__} to {path} (signatures: {', '.join(args.signatures)})")
+    return path
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Answer JSON Lines with an exported SavedModel, a task preset or a .keras file; JSON Lines out, in order.
+
+    python tools/predict.py --model served/sst2/1 --input reviews.jsonl --output answers.jsonl
+
+Each input line is either one instance, an object with the model's named inputs
+(`{"text": "a gripping film"}`; with a single input a bare JSON string will do), answered
+by one object of outputs (`{"label": "positive", "label_id": 1, "probabilities": [...]}`),
+or a whole TF Serving REST request, answered as TF Serving's REST API answers it:
+`{"instances": [...]}` -> `{"predictions": [...]}`, `{"inputs": {...}}` -> `{"outputs": {...}}`.
+Instances are run in batches of similar length (sorted by characters) and written in the
+input's order. `-` reads stdin / writes stdout.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools._startup import import_tensorflow  # noqa: E402
+
+
+def build_parser():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, help="SavedModel directory (tools/export.py), task preset or .keras")
+    p.add_argument("--input", required=True, help="JSON Lines file, or - for stdin")
+    p.add_argument("--output", required=True, help="JSON Lines file, or - for stdout")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--text-inputs", nargs="+", metavar="NAME", help="for a classifier preset: text_a text_b for pairs")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def _read_lines(path):
+    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    try:
+        lines = []
+        for number, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise SystemExit(f"{path}:{number} is not JSON ({e}). Each line must be one JSON value.")
+        return lines
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+
+
+def _is_request(line, names):
+    return isinstance(line, dict) and len(line) == 1 and set(line) <= {"instances", "inputs"} and set(line) != set(names)
+
+
+def _request_rows(request):
+    body = next(iter(request.values()))
+    if isinstance(body, dict):  # columnar: as many rows as a column
+        body = next(iter(body.values()), [])
+    return len(body) if isinstance(body, list) else 0
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if args.batch_size < 1:
+        raise SystemExit(f"--batch-size must be >= 1. Received: {args.batch_size}.")
+    if not os.path.exists(args.model):
+        raise SystemExit(f"--model {args.model!r} does not exist.")
+    lines = _read_lines(args.input)
+    import_tensorflow()
+    from tqdm import tqdm
+
+    from keras_bert_zoo import export_client
+
+    function = export_client.serving_function(args.model, args.text_inputs)
+    names = export_client.input_names(function)
+    requests = {i for i, line in enumerate(lines) if _is_request(line, names)}
+    instances = [i for i in range(len(lines)) if i not in requests]
+    rows = [lines[i] if isinstance(lines[i], dict) or len(names) != 1 else {names[0]: lines[i]} for i in instances]
+    total = len(rows) + sum(_request_rows(lines[i]) for i in requests)
+    bar = tqdm(total=total, unit="row", disable=args.no_progress, file=sys.stderr)
+    answers = dict(zip(instances, export_client.predict_rows(function, rows, args.batch_size, bar.update)))
+    for i in sorted(requests):
+        answers[i] = export_client.answer_request(function, lines[i], args.batch_size, bar.update)
+    bar.close()
+    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    try:
+        for i in range(len(lines)):
+            out.write(json.dumps(answers[i], ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return [answers[i] for i in range(len(lines))]
+
+
+if __name__ == "__main__":
+    main()
