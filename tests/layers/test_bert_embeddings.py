@@ -70,29 +70,30 @@ def test_mixed_precision():
     assert_mixed_precision(build, (ids, seg))
 
 
-@pytest.mark.parametrize(
-    "bad_ids, bad_segments, match",
-    [
-        ([[5, 7, -1]], None, r"`token_ids` must be in \[0, vocabulary_size=30\)\. Received: token_ids\[0, 2\]=-1"),
-        ([[30, 7, 1]], None, r"token_ids\[0, 0\]=30 \(1 of 3 ids"),
-        (None, [[0, 0, 2]], r"`segment_ids` must be in \[0, num_segments=2\)\. Received: segment_ids\[0, 2\]=2"),
-        (None, [[0, -1, 0]], r"segment_ids\[0, 1\]=-1"),
-    ],
-)
-def test_ids_outside_their_table_are_refused_eagerly_and_in_graphs(bad_ids, bad_segments, match):
+BAD_IDS = [
+    ([[5, 7, -1]], None, r"`token_ids` must be in \[0, vocabulary_size=30\)\. Received: token_ids\[0, 2\]=-1"),
+    ([[30, 7, 1]], None, r"token_ids\[0, 0\]=30 \(1 of 3 ids"),
+    (None, [[0, 0, 2]], r"`segment_ids` must be in \[0, num_segments=2\)\. Received: segment_ids\[0, 2\]=2"),
+    (None, [[0, -1, 0]], r"segment_ids\[0, 1\]=-1"),
+]
+
+
+def test_ids_outside_their_table_are_refused_eagerly_and_in_graphs():
     # R51 (issue 21 item 7): -1 embedded the last word piece (Keras' take wraps negatives).
     layer = BertEmbeddings(30, 16, max_sequence_length=10)
     good = np.array([[0, 29, 3]], "int32"), np.array([[0, 1, 1]], "int32")
-    ids = good[0] if bad_ids is None else np.array(bad_ids, "int32")
-    seg = good[1] if bad_segments is None else np.array(bad_segments, "int32")
-    layer(*good)  # the table's first and last ids are fine
-    with pytest.raises(ValueError, match=match):
-        layer(ids, seg)
-    graph = tf.function(lambda a, b: layer(a, b))
+    spec = tf.TensorSpec([None, None], tf.int32)
+    graph = tf.function(lambda a, b: layer(a, b), input_signature=[spec, spec])
+    # The table's first and last ids are fine.
     np.testing.assert_allclose(np.array(graph(*good)), np.array(layer(*good)), atol=1e-6)
-    name = "token_ids" if bad_ids is not None else "segment_ids"
-    with pytest.raises(tf.errors.InvalidArgumentError, match=f"`{name}` must be in"):
-        graph(tf.constant(ids), tf.constant(seg))
+    for bad_ids, bad_segments, match in BAD_IDS:
+        ids = good[0] if bad_ids is None else np.array(bad_ids, "int32")
+        seg = good[1] if bad_segments is None else np.array(bad_segments, "int32")
+        with pytest.raises(ValueError, match=match):
+            layer(ids, seg)
+        name = "token_ids" if bad_ids is not None else "segment_ids"
+        with pytest.raises(tf.errors.InvalidArgumentError, match=f"`{name}` must be in"):
+            graph(tf.constant(ids), tf.constant(seg))
 
 
 def test_empty_sequences_are_named():
