@@ -161,15 +161,16 @@ class TokenClassifierPreprocessor(keras.layers.Layer):
         return out
 
     def _columns(self, x):
-        if isinstance(x, (tuple, list)) and len(x) == 3 and not isinstance(x[0], str) and isinstance(x, tuple):
-            columns = [tf.reshape(tf.convert_to_tensor(c, tf.string), [-1]) for c in x]
-            return columns[0], columns[1], columns[2]
-        if isinstance(x, tuple):
+        """x -> (sentences, left context or None, right context or None), 1-D string tensors."""
+        if not isinstance(x, tuple):
+            return tf.reshape(tf.convert_to_tensor(x, tf.string), [-1]), None, None
+        if len(x) != 3:
             raise ValueError(
                 "`x` must be sentences (strings) or a tuple `(sentences, left_context, "
                 f"right_context)`. Received a tuple of {len(x)} items."
             )
-        return tf.reshape(tf.convert_to_tensor(x, tf.string), [-1]), None, None
+        sentences, left, right = (tf.reshape(tf.convert_to_tensor(c, tf.string), [-1]) for c in x)
+        return sentences, left, right
 
     def _word_labels(self, y, word_counts):
         if isinstance(y, tf.RaggedTensor):
