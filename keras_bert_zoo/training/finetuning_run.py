@@ -21,13 +21,12 @@ import numpy as np
 from keras_bert_zoo.data.glue import glue_labels, read_glue, write_glue_submission
 from keras_bert_zoo.data.swag import read_swag
 from keras_bert_zoo.training.finetuning_config import TFDS_PREFIX, FinetuningConfig, flag
+from keras_bert_zoo.weights.preset_config import CASED_SHARE
 
 logger = logging.getLogger("keras_bert_zoo.training")
 
 __all__ = ["FinetuningConfig", "check_preset", "run_finetuning"]
 
-# A cased vocabulary has thousands of capitalised pieces; an uncased one (almost) none.
-CASED_SHARE = 0.01
 
 
 def check_preset(config):
@@ -44,7 +43,7 @@ def check_preset(config):
     Returns:
         `(lowercase, detected)`: the casing to use and the one the preset's settings give.
     """
-    from keras_bert_zoo.text.bert_preprocessor import preset_lowercase
+    from keras_bert_zoo.weights.preset_config import preset_lowercase
     from keras_bert_zoo.text.vocabulary import load_vocabulary
     from keras_bert_zoo.weights.loading import get_preset_vocabulary
 

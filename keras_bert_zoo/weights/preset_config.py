@@ -9,7 +9,12 @@ only the registry; everything that reads a preset's files lives here in `weights
 import os
 
 from keras_bert_zoo import presets
+from keras_bert_zoo.utils import files
 from keras_bert_zoo.weights import sources
+
+# A cased vocabulary has thousands of capitalised pieces (bert-base-cased: 1 in 4); an uncased one
+# (almost) none — all-MiniLM-L6-v2's uncased vocabulary holds a few symbols such as "ℝ".
+CASED_SHARE = 0.01
 
 
 def read_local_config(path):
@@ -37,9 +42,11 @@ def get_preset_config(preset):
 def preset_lowercase(preset, tokens=None):
     """Whether a preset's vocabulary is uncased.
 
-    Registry entries say so (`lowercase`), and so do our presets converted from them;
-    otherwise the name decides as in the original `validate_case_matches_checkpoint`
-    ("uncased"/"cased" in it), else the vocabulary does (no upper-case token: uncased).
+    Registry entries say so (`lowercase`), and so do our presets converted from them and
+    HF folders (`tokenizer_config.json`'s `do_lower_case`); otherwise the name decides as in
+    the original `validate_case_matches_checkpoint` ("uncased"/"cased" in it), else the
+    vocabulary does: a cased one has thousands of capitalised pieces, an uncased one at most
+    a few symbols such as "ℝ" (uncased when at most `CASED_SHARE` of the tokens are).
     """
     if not presets.is_local_preset(preset):
         entry = presets.get_preset(preset)
@@ -55,7 +62,8 @@ def preset_lowercase(preset, tokens=None):
     if "cased" in name:
         return False
     if tokens is not None:
-        return not any(c.isupper() for t in tokens if not t.startswith("[") for c in t)
+        capitalised = sum(1 for t in tokens if not t.startswith("[") and any(c.isupper() for c in t))
+        return capitalised <= CASED_SHARE * len(tokens)
     return True
 
 
@@ -65,6 +73,9 @@ def _local_preset_lowercase(preset):
         layout, directory = sources.locate(preset)
         if layout == "keras_bert_zoo":
             value = sources.preset_format.read_preset_config(directory).get("lowercase")
+            return None if value is None else bool(value)
+        if layout == "hf" and os.path.isfile(os.path.join(directory, "tokenizer_config.json")):
+            value = files.read_json(os.path.join(directory, "tokenizer_config.json")).get("do_lower_case")
             return None if value is None else bool(value)
     except (ValueError, OSError, KeyError):
         pass  # not readable as ours: the name or the vocabulary decides

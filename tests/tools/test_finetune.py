@@ -113,8 +113,8 @@ def test_lowercase_settles_a_preset_whose_casing_reads_wrong(tmp_path, preset):
     from keras_bert_zoo.training.finetuning_config import FinetuningConfig
 
     train, dev, _ = _sst2(tmp_path)
-    # As all-MiniLM-L6-v2's HF folder: a neutral name, an uncased vocabulary with one capital symbol.
-    odd = tmp_path / "model"
+    # A folder whose name says cased around an uncased vocabulary with one capital symbol.
+    odd = tmp_path / "model_cased"
     odd.mkdir()
     for name in ("config.json", "model.safetensors"):
         shutil.copy(os.path.join(os.path.dirname(__file__), "..", "weights", "fixtures", "hf_tiny_gelu", name), odd)
@@ -128,6 +128,26 @@ def test_lowercase_settles_a_preset_whose_casing_reads_wrong(tmp_path, preset):
     recased = finetuning_run._recased(BertPreprocessor.from_preset(odd, sequence_length=16), odd, True)
     assert recased.tokenizer.lowercase and recased.sequence_length == 16
     assert recased(["A Good FILM"])["token_ids"].numpy()[0, :5].tolist() == [2, 5, 6, 9, 3]  # [CLS] a good film [SEP]
+
+
+def test_an_hf_folder_with_a_neutral_name_takes_its_tokenizer_configs_casing(tmp_path):
+    """all-MiniLM-L6-v2's folder: a neutral name, an uncased vocabulary holding "ℝ", and HF's
+    tokenizer_config.json saying do_lower_case. It read as cased (any capital token decided)."""
+    from keras_bert_zoo.weights.preset_config import preset_lowercase
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(os.path.join(os.path.dirname(__file__), "..", "weights", "fixtures", "hf_tiny_gelu", name), folder)
+    tokens = SPECIALS + list(WORDS) + ["\u211d"]  # 1 capitalised token in 35: the vocabulary alone says cased
+    (folder / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text('{"do_lower_case": true}', encoding="utf-8")
+    assert preset_lowercase(str(folder), tokens) is True
+    (folder / "tokenizer_config.json").write_text('{"do_lower_case": false}', encoding="utf-8")
+    assert preset_lowercase(str(folder), tokens) is False
+    (folder / "tokenizer_config.json").unlink()
+    assert preset_lowercase(str(folder), tokens) is False  # 1 in 35 capitalised: more than a symbol or two
+    assert preset_lowercase(str(folder), tokens + [f"w{i}" for i in range(100)]) is True  # 1 in 135
 
 
 def test_tool_task_choices_are_the_configs():
