@@ -78,7 +78,8 @@ def serving_functions(task, spec, signatures):
     preprocessor = task.preprocessor
 
     def answer(packed, raw):
-        return spec.outputs(task(packed, training=False), raw, packed)
+        ids = {key: packed[key] for key in inputs_lib.SEQUENCE_KEYS}
+        return spec.outputs(task(ids, training=False), raw, packed)
 
     def from_text(raw):
         packed = spec.preprocess(preprocessor, raw)

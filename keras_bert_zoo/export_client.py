@@ -24,13 +24,13 @@ DEFAULT_BATCH_SIZE = 32
 def _task_class(name):
     from keras_bert_zoo.models import bert_classifier
 
-    classes = {"BertClassifier": bert_classifier.BertClassifier}
-    try:
-        from keras_bert_zoo.models import bert_multiple_choice
+    from keras_bert_zoo.models import bert_multiple_choice, bert_span_extractor
 
-        classes["BertMultipleChoice"] = bert_multiple_choice.BertMultipleChoice
-    except ImportError:  # pragma: no cover - a checkout without the multiple-choice task
-        pass
+    classes = {
+        "BertClassifier": bert_classifier.BertClassifier,
+        "BertMultipleChoice": bert_multiple_choice.BertMultipleChoice,
+        "BertSpanExtractor": bert_span_extractor.BertSpanExtractor,
+    }
     if name not in classes:
         raise ValueError(f"The preset holds a {name!r} task; exportable here: {sorted(classes)}.")
     return classes[name]

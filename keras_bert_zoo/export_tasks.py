@@ -117,9 +117,66 @@ class MultipleChoiceSpec:
         return outputs
 
 
+class SpanExtractorSpec:
+    """`BertSpanExtractor`: `question`, `context` -> `answer_text`, `start_char`, `end_char`
+    (character span in the context, -1 without an answer), `score`, `has_answer`.
+
+    Windows, n-best, the longest answer and the stored null threshold are the task's, in
+    the graph (its `SpanDecoder`). The `ids` signature gives the windows' `start_logits`
+    and `end_logits`: answers need the context's text.
+    """
+
+    def __init__(self, task, text_inputs=None):
+        if text_inputs is not None:
+            raise ValueError(
+                "`text_inputs` is for classifiers; a span-extractor export takes `question` and "
+                f"`context`. Received: text_inputs={text_inputs!r}. Drop the argument."
+            )
+        self.task = task
+
+    def text_specs(self):
+        return {"question": _strings("question"), "context": _strings("context")}
+
+    def ids_specs(self):
+        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in _IDS}
+
+    def preprocess(self, preprocessor, raw):
+        return preprocessor.windows(raw["question"], raw["context"])
+
+    def outputs(self, logits, raw, packed):
+        start_logits, end_logits = logits
+        if raw is None:
+            return {"start_logits": start_logits, "end_logits": end_logits}
+        cut = tf.shape(start_logits)[1]
+        outputs = {key: packed[key][:, :cut] for key in ("token_starts", "token_ends", "max_context")}
+        outputs.update(example_index=packed["example_index"], start_logits=start_logits, end_logits=end_logits,
+                       contexts=raw["context"])
+        answers = self.task.postprocess(outputs)
+        return {
+            "answer_text": answers["answer_text"],
+            "start_char": answers["answer_start"],
+            "end_char": answers["answer_end"],
+            "score": answers["score"],
+            "has_answer": answers["answer_start"] >= 0,
+        }
+
+    def example_features(self):
+        return {name: tf.io.FixedLenFeature([], tf.string, default_value="") for name in ("question", "context")}
+
+    def examples_method(self):
+        return PREDICT
+
+    def example_outputs(self, outputs):
+        return outputs
+
+
 # By class name, so that this module imports no task model; a subclass of a listed task
 # takes its nearest listed ancestor's spec.
-_SPECS = {"BertClassifier": ClassifierSpec, "BertMultipleChoice": MultipleChoiceSpec}
+_SPECS = {
+    "BertClassifier": ClassifierSpec,
+    "BertMultipleChoice": MultipleChoiceSpec,
+    "BertSpanExtractor": SpanExtractorSpec,
+}
 
 
 def serving_spec(task, text_inputs=None):

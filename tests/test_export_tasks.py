@@ -6,7 +6,10 @@ import importlib
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 from tests.models.test_bert_multiple_choice import CONTEXTS, ENDINGS, tiny_multiple_choice
+from tests.models.test_bert_span_extractor import _data as span_data
+from tests.models.test_bert_span_extractor import _preset as span_preset
 
 export_lib = importlib.import_module("keras_bert_zoo.export")
 
@@ -39,3 +42,37 @@ def test_multiple_choice_context_and_endings():
                                        endings=tf.constant([[b"\xff", b"", b"w1"], [e.encode() for e in ENDINGS[1]]]))
     np.testing.assert_allclose(bad["probabilities"].numpy()[1], expected["probabilities"][1], atol=1e-5, rtol=0)
     assert np.isfinite(bad["probabilities"].numpy()).all()
+
+
+def test_span_extractor_answers_in_the_graph_equal_predict(tmp_path):
+    task = BertSpanExtractor.from_preset(span_preset(tmp_path), sequence_length=32, doc_stride=8, max_query_length=6,
+                                         n_best_size=5, max_answer_length=4, dropout=0.0)
+    task.null_score_diff_threshold = 0.5  # the stored v2.0 threshold is in the graph
+    questions, contexts, _ = span_data()
+    # Bad rows: an empty question, invalid UTF-8 in a context, a question longer than the window.
+    questions = questions + ["", "w3", " ".join(["w5"] * 80)]
+    raw = [q.encode() for q in questions], [c.encode() for c in contexts] + [
+        contexts[0].encode(), b"w1 \xff w2 w3 w4", contexts[1].encode()]
+    functions = _functions(task, ("text", "examples"))
+    served = {k: v.numpy() for k, v in functions["serving_default"](
+        question=tf.constant(raw[0]), context=tf.constant(raw[1])).items()}
+    assert sorted(served) == ["answer_text", "end_char", "has_answer", "score", "start_char"]
+    cleaned = [c.decode("utf-8", "ignore") for c in raw[1]]
+    expected = task.predict((questions, cleaned), batch_size=8)
+    assert [t.decode() for t in served["answer_text"]] == expected["answer_text"].tolist()
+    assert served["start_char"].tolist() == expected["answer_start"].tolist()
+    assert served["end_char"].tolist() == expected["answer_end"].tolist()
+    assert served["has_answer"].tolist() == (expected["answer_start"] >= 0).tolist()
+    assert 0 < served["has_answer"].sum() < len(questions)  # answers and no-answers both checked
+    np.testing.assert_allclose(served["score"], expected["score"], atol=1e-5, rtol=0)
+    for text, begin, end, context in zip(served["answer_text"], served["start_char"], served["end_char"], cleaned):
+        assert text.decode() == (context[begin:end] if begin >= 0 else "")
+    # The first four rows alone: the bad rows changed nothing.
+    alone = functions["serving_default"](question=tf.constant(raw[0][:4]), context=tf.constant(raw[1][:4]))
+    assert alone["answer_text"].numpy().tolist() == served["answer_text"][:4].tolist()
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        "question": tf.train.Feature(bytes_list=tf.train.BytesList(value=[q])),
+        "context": tf.train.Feature(bytes_list=tf.train.BytesList(value=[c]))})).SerializeToString()
+        for q, c in zip(*raw)]
+    by_examples = functions["examples"](inputs=tf.constant(examples))
+    assert by_examples["answer_text"].numpy().tolist() == served["answer_text"].tolist()
