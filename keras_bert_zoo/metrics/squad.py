@@ -69,6 +69,9 @@ def squad_v1_metrics(predictions, gold_answers):
         raise ValueError("`gold_answers` is empty: there is nothing to evaluate.")
     exact = f1 = 0.0
     for qid, golds in gold_answers.items():
+        if not golds:
+            raise ValueError(f"Question {qid!r} has no gold answer: v1.1 scores answerable questions only. "
+                             "Evaluate unanswerable questions with squad_v2_metrics.")
         if qid not in predictions:
             continue
         prediction = predictions[qid]

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.layers.initializers import bert_initializer
-from keras_bert_zoo.metrics.squad import best_threshold, raw_scores
+from keras_bert_zoo.metrics.squad import best_threshold, raw_scores, squad_v1_metrics, squad_v2_metrics
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.task import Task
 from keras_bert_zoo.text.span_decoder import WINDOW_FIELDS, SpanDecoder
@@ -187,6 +187,29 @@ class BertSpanExtractor(Task):
         best_f1, threshold = best_threshold(predictions, f1, na_probs, {q: bool(a) for q, a in gold.items()})
         self.null_score_diff_threshold = float(threshold)
         return {"best_f1": best_f1, "best_f1_thresh": float(threshold)}
+
+    def squad_metrics(self, dev, version="v1.1", batch_size=None):
+        """The official evaluation of this task's answers on `dev`.
+
+        Args:
+            dev: `keras_bert_zoo.data.squad.SquadData` with gold answers.
+            version: "v1.1" (`exact_match`, `f1`) or "v2.0" (`exact`, `f1`, the
+                `HasAns_`/`NoAns_` splits, and `best_f1`/`best_f1_thresh` etc. with the
+                score differences as the no-answer scores). Defaults to "v1.1".
+            batch_size: int. Questions per step. Defaults to 32.
+
+        Returns:
+            `(metrics, predictions)`: the metrics dict and `{question id: answer text}`,
+            the official `predictions.json`.
+        """
+        if version not in ("v1.1", "v2.0"):
+            raise ValueError(f"`version` must be 'v1.1' or 'v2.0'. Received: version={version!r}.")
+        answers = self.predict(dev.x, batch_size=batch_size)
+        predictions = {qid: str(text) for qid, text in zip(dev.ids, answers["answer_text"])}
+        if version == "v1.1":
+            return squad_v1_metrics(predictions, dev.gold_answers()), predictions
+        na_probs = {qid: float(v) for qid, v in zip(dev.ids, answers["score_diff"])}
+        return squad_v2_metrics(predictions, dev.gold_answers(), na_probs), predictions
 
     def get_config(self):
         config = super().get_config()

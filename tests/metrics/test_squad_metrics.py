@@ -39,6 +39,8 @@ def test_v1_max_over_gold_answers_and_missing_predictions():
     result = squad_v1_metrics(predictions, gold)
     assert result["exact_match"] == pytest.approx(100 / 3)
     assert result["f1"] == pytest.approx(100 * (1 + 2 / 3) / 3)  # q3 unanswered counts 0
+    with pytest.raises(ValueError, match="'q4' has no gold answer"):
+        squad_v1_metrics(predictions, dict(gold, q4=[]))
 
 
 def test_v2_splits_threshold_and_best_thresholds():

@@ -9,7 +9,7 @@ import pytest
 import safetensors.numpy
 
 from keras_bert_zoo.data.squad import SquadData
-from keras_bert_zoo.metrics.squad import best_threshold, raw_scores
+from keras_bert_zoo.metrics.squad import best_threshold, raw_scores, squad_v1_metrics, squad_v2_metrics
 from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 from keras_bert_zoo.text.span_decoder import SpanDecoder
 from tests.task_contract import assert_task_contract
@@ -129,6 +129,15 @@ def test_predict_answers_then_tune_null_threshold_and_save_it(tmp_path):
     # Above the threshold the answer is empty; the saved preset keeps the threshold.
     tuned = task.predict(dev.x)
     assert [t == "" for t in tuned["answer_text"]] == [d > threshold for d in plain["score_diff"]]
+    # The official evaluation of these answers.
+    metrics, official = task.squad_metrics(dev, "v2.0")
+    assert official == dict(zip(dev.ids, tuned["answer_text"]))
+    assert metrics == squad_v2_metrics(official, dev.gold_answers(), dict(zip(dev.ids, tuned["score_diff"].astype(float))))
+    answerable = {qid: golds for qid, golds in dev.gold_answers().items() if golds}
+    keep = [i for i, golds in enumerate(dev.answers) if golds]
+    v1 = SquadData(*([field[i] for i in keep] for field in
+                     (dev.ids, dev.questions, dev.contexts, dev.answers, dev.answer_starts)))
+    assert task.squad_metrics(v1)[0] == squad_v1_metrics(official, answerable)
     task.save_to_preset(str(tmp_path / "tuned"))
     keras.utils.clear_session()
     restored = BertSpanExtractor.from_preset(str(tmp_path / "tuned"), doc_stride=8, max_query_length=6)
