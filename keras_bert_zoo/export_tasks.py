@@ -20,6 +20,14 @@ def _strings(name, shape=(None,)):
     return tf.TensorSpec(list(shape), tf.string, name=name)
 
 
+def _refuse_text_inputs(text_inputs, task_name, inputs):
+    if text_inputs is not None:
+        raise ValueError(
+            f"`text_inputs` is for classifiers; a {task_name} export takes {inputs}. "
+            f"Received: text_inputs={text_inputs!r}. Drop the argument."
+        )
+
+
 class ClassifierSpec:
     """`BertClassifier`: `text` (or `text_a`, `text_b`) -> `label`, `label_id`,
     `probabilities`; regression -> `score`."""
@@ -80,11 +88,7 @@ class MultipleChoiceSpec:
     `probabilities`."""
 
     def __init__(self, task, text_inputs=None):
-        if text_inputs is not None:
-            raise ValueError(
-                "`text_inputs` is for classifiers; a multiple-choice export takes `context` and "
-                f"`endings`. Received: text_inputs={text_inputs!r}. Drop the argument."
-            )
+        _refuse_text_inputs(text_inputs, "multiple-choice", "`context` and `endings`")
         self.task = task
         self.num_choices = task.num_choices
 
@@ -127,11 +131,7 @@ class SpanExtractorSpec:
     """
 
     def __init__(self, task, text_inputs=None):
-        if text_inputs is not None:
-            raise ValueError(
-                "`text_inputs` is for classifiers; a span-extractor export takes `question` and "
-                f"`context`. Received: text_inputs={text_inputs!r}. Drop the argument."
-            )
+        _refuse_text_inputs(text_inputs, "span-extractor", "`question` and `context`")
         self.task = task
 
     def text_specs(self):
@@ -170,12 +170,59 @@ class SpanExtractorSpec:
         return outputs
 
 
+class TokenClassifierSpec:
+    """`BertTokenClassifier` (and `BertFeatureExtractor`): `text` -> the entities, padded:
+    `entity_text`, `entity_type`, `start_char`, `end_char` (batch, max entities) and
+    `num_entities`, as `predict_entities`. Invalid UTF-8 bytes are dropped first, so the
+    offsets index the text as a client decodes it. `ids` gives per-piece `label_id` and
+    `probabilities`."""
+
+    def __init__(self, task, text_inputs=None):
+        _refuse_text_inputs(text_inputs, "token-classifier", "`text`")
+        if task.labels is None:
+            raise ValueError(
+                "A token-classifier export names its entities' types: set `task.labels` (the tag "
+                "names, e.g. ['O', 'B-PER', 'I-PER']) before exporting. Received: labels=None."
+            )
+        self.task = task
+
+    def text_specs(self):
+        return {"text": _strings("text")}
+
+    def ids_specs(self):
+        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in _IDS}
+
+    def preprocess(self, preprocessor, raw):
+        from keras_bert_zoo.export_entities import clean_texts
+
+        return preprocessor.windows(clean_texts(raw["text"]))
+
+    def outputs(self, logits, raw, packed):
+        from keras_bert_zoo.export_entities import clean_texts, decode_entities
+
+        answers = self.task.postprocess(logits)
+        if raw is None:
+            return {"label_id": tf.convert_to_tensor(answers["label_ids"]),
+                    "probabilities": tf.convert_to_tensor(answers["probabilities"])}
+        return decode_entities(clean_texts(raw["text"]), packed, answers["label_ids"], self.task.labels)
+
+    def example_features(self):
+        return {"text": tf.io.FixedLenFeature([], tf.string, default_value="")}
+
+    def examples_method(self):
+        return PREDICT
+
+    def example_outputs(self, outputs):
+        return outputs
+
+
 # By class name, so that this module imports no task model; a subclass of a listed task
 # takes its nearest listed ancestor's spec.
 _SPECS = {
     "BertClassifier": ClassifierSpec,
     "BertMultipleChoice": MultipleChoiceSpec,
     "BertSpanExtractor": SpanExtractorSpec,
+    "BertTokenClassifier": TokenClassifierSpec,
 }
 
 

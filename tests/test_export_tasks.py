@@ -10,6 +10,7 @@ from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 from tests.models.test_bert_multiple_choice import CONTEXTS, ENDINGS, tiny_multiple_choice
 from tests.models.test_bert_span_extractor import _data as span_data
 from tests.models.test_bert_span_extractor import _preset as span_preset
+from tests.models.test_bert_token_classifier import _tagger
 
 export_lib = importlib.import_module("keras_bert_zoo.export")
 
@@ -76,3 +77,31 @@ def test_span_extractor_answers_in_the_graph_equal_predict(tmp_path):
         for q, c in zip(*raw)]
     by_examples = functions["examples"](inputs=tf.constant(examples))
     assert by_examples["answer_text"].numpy().tolist() == served["answer_text"].tolist()
+
+
+def test_token_classifier_entities_padded_with_a_count():
+    tagger = _tagger(length=8, stride=3)
+    functions = _functions(tagger, ("text", "ids"))
+    texts = ["bob  visited paris .", "u.s. bob germans paris the cafe eu ann", "", "the cafe"]
+    # Large random head weights tag the words with varied labels (two settings, many entities).
+    checked = 0
+    for seed in (0, 3):
+        kernel = tagger.output_dense.kernel
+        kernel.assign(np.random.default_rng(seed).normal(size=kernel.shape).astype("float32") * 5)
+        expected = tagger.predict_entities(texts)
+        served = {k: v.numpy() for k, v in functions["serving_default"](text=tf.constant(texts)).items()}
+        assert served["num_entities"].tolist() == [len(e) for e in expected]
+        width = served["entity_text"].shape[1]
+        assert width == max([len(e) for e in expected] + [0])
+        for i, entities in enumerate(expected):
+            got = [{"type": served["entity_type"][i, j].decode(), "text": served["entity_text"][i, j].decode(),
+                    "start": int(served["start_char"][i, j]), "end": int(served["end_char"][i, j])}
+                   for j in range(served["num_entities"][i])]
+            assert got == entities
+            assert served["start_char"][i, len(entities):].tolist() == [-1] * (width - len(entities))
+        checked += sum(len(e) for e in expected)
+    assert checked > 5
+    ids = tagger.preprocessor(texts[:2])
+    by_ids = functions["ids"](**{k: tf.constant(v) for k, v in ids.items()})
+    np.testing.assert_allclose(by_ids["probabilities"].numpy()[:, :8],
+                               tagger.postprocess(tagger.predict(texts[:2], verbose=0))["probabilities"], atol=1e-5)

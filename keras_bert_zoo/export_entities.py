@@ -1,0 +1,96 @@
+"""A token classifier's entities in the graph, for `export`: as `predict_entities` gives them, padded.
+
+`predict_entities` maps window predictions to words (`word_predictions`) and reads the
+words' tags as conlleval does (`tag_schemes.tag_chunks`), in NumPy and Python. Here the
+same steps are TensorFlow ops: each word takes the label of its scored first piece; a
+chunk starts and ends where `tag_schemes`' own start/end rules say (tabulated over every
+pair of labels, so the rules are not written twice); its character span runs from the
+first character of its first word to the last of its last. Results are padded to the
+request's largest count, with `num_entities`.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_zoo.text import normalize as norm
+from keras_bert_zoo.text import tag_schemes
+from keras_bert_zoo.text.token_classifier_preprocessor import split_words
+
+
+def chunk_tables(labels):
+    """`(starts, ends, types)`: bool (C+1, C+1) tables of conlleval's chunk start/end rules
+    for (previous label, label), index C an "O" outside the sentence; the type name of each label."""
+    tags = [tag_schemes.split_tag(label) for label in labels] + [("O", "")]
+    # conlleval's rules as tag_chunks applies them (one definition, in tag_schemes).
+    starts = np.array([[tag_schemes._starts(p, c) for c in tags] for p in tags])
+    ends = np.array([[tag_schemes._ends(p, c) for c in tags] for p in tags])
+    return starts, ends, [kind for _, kind in tags]
+
+
+def _char_offsets(texts, rows, byte_offsets):
+    """Byte offsets into valid UTF-8 `texts[rows]` -> character offsets."""
+    prefixes = tf.strings.substr(tf.gather(texts, rows), tf.zeros_like(byte_offsets), byte_offsets)
+    return tf.strings.length(prefixes, unit="UTF8_CHAR")
+
+
+def decode_entities(texts, windows, piece_labels, labels):
+    """Entities of each text from the label ids of its windows' pieces.
+
+    Args:
+        texts: (batch,) valid UTF-8 strings, the inputs the windows were cut from.
+        windows: `TokenClassifierPreprocessor.windows(texts)` (`example`, `word_index`).
+        piece_labels: int (windows, length) label id per piece (length may be cut).
+        labels: list of str, the task's tag names (id = index).
+
+    Returns:
+        dict: `entity_text` string, `entity_type` string, `start_char`, `end_char` int32,
+        all (batch, max entities) padded with "" / -1; `num_entities` int32 (batch,).
+    """
+    starts_table, ends_table, types = chunk_tables(labels)
+    outside = len(labels)
+    words, byte_begins, byte_ends = split_words(texts)
+    num_words = words.row_lengths()  # (batch,)
+    batch = tf.shape(texts, out_type=tf.int64)[0]
+    width = tf.reduce_max(tf.concat([num_words, [0]], 0))
+    # Word tags: each scored first piece's label at (its input, its word); "O" elsewhere.
+    cut = tf.shape(piece_labels)[1]
+    word_index = tf.cast(windows["word_index"][:, :cut], tf.int64)
+    rows, cols = tf.unstack(tf.where(word_index >= 0), axis=1)
+    example = tf.gather(tf.cast(windows["example"], tf.int64), rows)
+    positions = tf.stack([example, tf.gather_nd(word_index, tf.stack([rows, cols], 1))], axis=1)
+    values = tf.cast(tf.gather_nd(piece_labels, tf.stack([rows, cols], 1)), tf.int64)
+    tags = tf.tensor_scatter_nd_update(tf.fill([batch, width + 1], tf.constant(outside, tf.int64)),
+                                       positions, values)  # (batch, words + 1): a closing "O"
+    previous = tf.concat([tf.fill([batch, 1], tf.constant(outside, tf.int64)), tags[:, :-1]], axis=1)
+    pair = tf.stack([previous, tags], axis=-1)
+    starts = tf.gather_nd(tf.constant(starts_table), pair)  # (batch, words + 1)
+    ends = tf.gather_nd(tf.constant(ends_table), pair)
+    # A chunk opened at word s closes at the first end e > s (an open chunk's next start is an end).
+    index = tf.range(width + 1)
+    later = ends[:, tf.newaxis, :] & (index[tf.newaxis, tf.newaxis, :] > index[tf.newaxis, :, tf.newaxis])
+    close = tf.argmax(tf.cast(later, tf.int32), axis=-1)  # (batch, words + 1): first end after each word
+    chunk_rows, first = tf.unstack(tf.where(starts), axis=1)  # row-major: each row's chunks in order
+    last = tf.gather_nd(close, tf.stack([chunk_rows, first], 1)) - 1  # inclusive last word
+    kind = tf.gather(tf.constant(types), tf.gather_nd(tags, tf.stack([chunk_rows, last], 1)))
+    word_starts = tf.gather(words.row_starts(), chunk_rows)
+    start_char = _char_offsets(texts, chunk_rows, tf.gather(byte_begins.flat_values, word_starts + first))
+    end_char = _char_offsets(texts, chunk_rows, tf.gather(byte_ends.flat_values, word_starts + last))
+    text = tf.strings.substr(tf.gather(texts, chunk_rows), start_char, end_char - start_char, unit="UTF8_CHAR")
+
+    def padded(values, fill):
+        ragged = tf.RaggedTensor.from_value_rowids(values, chunk_rows, nrows=batch)
+        return ragged.to_tensor(default_value=fill)
+
+    return {
+        "entity_text": padded(text, ""),
+        "entity_type": padded(kind, ""),
+        "start_char": padded(tf.cast(start_char, tf.int32), -1),
+        "end_char": padded(tf.cast(end_char, tf.int32), -1),
+        "num_entities": tf.cast(tf.math.bincount(tf.cast(chunk_rows, tf.int32), minlength=tf.cast(batch, tf.int32),
+                                                 maxlength=tf.cast(batch, tf.int32)), tf.int32),
+    }
+
+
+def clean_texts(texts):
+    """Invalid UTF-8 bytes dropped: offsets then index the text as a client decodes it."""
+    return norm.drop_invalid_utf8(texts)
