@@ -77,8 +77,10 @@ def serving_functions(task, spec, signatures):
     """`{signature key: (concrete function, method name)}` for `task` under `spec`."""
     preprocessor = task.preprocessor
 
+    model_keys = getattr(spec, "model_inputs", inputs_lib.SEQUENCE_KEYS)
+
     def answer(packed, raw):
-        ids = {key: packed[key] for key in inputs_lib.SEQUENCE_KEYS}
+        ids = {key: packed[key] for key in model_keys}
         return spec.outputs(task(ids, training=False), raw, packed)
 
     def from_text(raw):

@@ -170,7 +170,21 @@ class SpanExtractorSpec:
         return outputs
 
 
-class TokenClassifierSpec:
+class TextExamples:
+    """The `examples` signature of a task on one `text` feature: TF Serving's predict, the
+    outputs of `serving_default` (a missing feature reads as "")."""
+
+    def example_features(self):
+        return {"text": tf.io.FixedLenFeature([], tf.string, default_value="")}
+
+    def examples_method(self):
+        return PREDICT
+
+    def example_outputs(self, outputs):
+        return outputs
+
+
+class TokenClassifierSpec(TextExamples):
     """`BertTokenClassifier` (and `BertFeatureExtractor`): `text` -> the entities, padded:
     `entity_text`, `entity_type`, `start_char`, `end_char` (batch, max entities) and
     `num_entities`, as `predict_entities`. Invalid UTF-8 bytes are dropped first, so the
@@ -206,14 +220,6 @@ class TokenClassifierSpec:
                     "probabilities": tf.convert_to_tensor(answers["probabilities"])}
         return decode_entities(clean_texts(raw["text"]), packed, answers["label_ids"], self.task.labels)
 
-    def example_features(self):
-        return {"text": tf.io.FixedLenFeature([], tf.string, default_value="")}
-
-    def examples_method(self):
-        return PREDICT
-
-    def example_outputs(self, outputs):
-        return outputs
 
 
 # By class name, so that this module imports no task model; a subclass of a listed task
@@ -224,6 +230,15 @@ _SPECS = {
     "BertSpanExtractor": SpanExtractorSpec,
     "BertTokenClassifier": TokenClassifierSpec,
 }
+
+
+def _fill_mask_spec(task, text_inputs=None):
+    from keras_bert_zoo.export_fill_mask import FillMaskSpec  # imports this module's helpers
+
+    return FillMaskSpec(task, text_inputs)
+
+
+_SPECS["BertPretrainer"] = _fill_mask_spec
 
 
 def serving_spec(task, text_inputs=None):

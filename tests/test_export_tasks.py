@@ -105,3 +105,28 @@ def test_token_classifier_entities_padded_with_a_count():
     by_ids = functions["ids"](**{k: tf.constant(v) for k, v in ids.items()})
     np.testing.assert_allclose(by_ids["probabilities"].numpy()[:, :8],
                                tagger.postprocess(tagger.predict(texts[:2], verbose=0))["probabilities"], atol=1e-5)
+
+
+def test_pretrainer_fill_mask_equals_fill_mask():
+    from keras_bert_zoo import BertBackbone, BertPreprocessor, BertPretrainer, BertTokenizer
+    from keras_bert_zoo.training import fill_mask as fm
+    from tests.training.test_fill_mask import VOCAB
+
+    rng = np.random.default_rng(0)
+    backbone = BertBackbone(len(VOCAB), 2, 2, 16, 32, max_sequence_length=16)
+    tokenizer = BertTokenizer(VOCAB, lowercase=True)
+    pretrainer = BertPretrainer(backbone, nsp=False, preprocessor=BertPreprocessor(tokenizer, sequence_length=16))
+    head = pretrainer.mlm_head
+    head.output_bias.assign(rng.normal(size=head.output_bias.shape).astype("float32"))
+    functions = _functions(pretrainer, ("text",))
+    texts = ["the cat [MASK] on the [MASK].", "a [MASK]", "no mask here", "[MASK] w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 w13 w14 [MASK]"]
+    served = {k: v.numpy() for k, v in functions["serving_default"](text=tf.constant(texts)).items()}
+    assert served["num_masks"].tolist() == [2, 1, 0, 1]  # the second mask of the last row is cut
+    for i, text in enumerate(texts):
+        if "[MASK]" not in text:
+            assert (served["tokens"][i] == b"").all()
+            continue
+        expected = fm.fill_mask(backbone, head, tokenizer, text, top_k=5, sequence_length=16)
+        for m, candidates in enumerate(expected[: served["num_masks"][i]]):
+            assert [t.decode() for t in served["tokens"][i, m]] == [t for t, _ in candidates]
+            np.testing.assert_allclose(served["probabilities"][i, m], [p for _, p in candidates], atol=1e-5)
