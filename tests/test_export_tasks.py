@@ -130,3 +130,23 @@ def test_pretrainer_fill_mask_equals_fill_mask():
         for m, candidates in enumerate(expected[: served["num_masks"][i]]):
             assert [t.decode() for t in served["tokens"][i, m]] == [t for t, _ in candidates]
             np.testing.assert_allclose(served["probabilities"][i, m], [p for _, p in candidates], atol=1e-5)
+
+
+def test_feature_extractor_entities_equal_predict_entities():
+    from tests.models.test_bert_feature_extractor import _extractor
+
+    extractor = _extractor()
+    tagger = extractor.output_dense
+    tagger.kernel.assign(np.random.default_rng(1).normal(size=tagger.kernel.shape).astype("float32") * 5)
+    texts = ["bob visited paris .", "u.s. bob germans paris the cafe eu ann", "the cafe"]
+    expected = extractor.predict_entities(texts)
+    serve = _functions(extractor, ("text",))["serving_default"]
+    assert sum(map(len, expected)) > 2
+    # All rows (padded to 16), then the short ones alone (cut to 8: the BiLSTM must mask the padding).
+    for rows in ([0, 1, 2], [0, 2]):
+        served = {k: v.numpy() for k, v in serve(text=tf.constant([texts[r] for r in rows])).items()}
+        assert served["num_entities"].tolist() == [len(expected[r]) for r in rows]
+        for i, r in enumerate(rows):
+            assert [(served["entity_type"][i, j].decode(), int(served["start_char"][i, j]),
+                     int(served["end_char"][i, j])) for j in range(len(expected[r]))] == [
+                (e["type"], e["start"], e["end"]) for e in expected[r]]
