@@ -184,13 +184,17 @@ class Task(keras.Model):
         """`keras.Model.fit` on raw text or packed ids (see the class); same arguments."""
         raw = not isinstance(x, tf.data.Dataset) and not inputs_lib.is_packed(x) and self.preprocessor is not None
         if validation_split and raw:
-            x, y, sample_weight, validation_data = _split_off(x, y, sample_weight, validation_split)
+            x, y, sample_weight, validation_data = inputs_lib.split_off(x, y, sample_weight, validation_split)
             validation_split = 0.0
+        validation_batch_size = kwargs.get("validation_batch_size")
+        if validation_data is not None:
+            prepared = self._prepare_validation(validation_data, validation_batch_size, batch_size)
+            if prepared is not None:
+                validation_data = prepared
+                kwargs.pop("validation_batch_size", None)  # batched in the pipeline
         prepared = self._prepare(x, y, sample_weight, batch_size, shuffle)
         if prepared is not None:
             x, y, sample_weight, batch_size = prepared[0], None, None, None
-        if validation_data is not None:
-            validation_data = self._prepare_validation(validation_data, kwargs.get("validation_batch_size"))
         if self._run_schedule is not None:
             self._start_run(x, batch_size, epochs - initial_epoch, steps_per_epoch)
         if prepared is not None:
@@ -199,13 +203,14 @@ class Task(keras.Model):
                            validation_data=validation_data, validation_split=validation_split, shuffle=shuffle,
                            initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, **kwargs)
 
-    def _prepare_validation(self, data, batch_size):
+    def _prepare_validation(self, data, validation_batch_size, batch_size):
+        """The validation pipeline, or None to give `data` to Keras unchanged."""
         if isinstance(data, tf.data.Dataset):
-            prepared = self._prepare(data, batch_size=batch_size)
-            return data if prepared is None else prepared[0]
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(data))
-        prepared = self._prepare(x, y, sample_weight, batch_size)
-        return data if prepared is None else prepared[0]
+            prepared = self._prepare(data, batch_size=validation_batch_size)
+        else:
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(data))
+            prepared = self._prepare(x, y, sample_weight, validation_batch_size or batch_size)
+        return None if prepared is None else prepared[0]
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate` on raw text or packed ids; same arguments."""
@@ -312,15 +317,3 @@ class Task(keras.Model):
             loading.assign_declared_weights(model, tensors, source, missing_heads="fresh")
         return model
 
-
-def _split_off(x, y, sample_weight, fraction):
-    """Keras' `validation_split` on raw rows: the last `fraction` of them, before shuffling."""
-    columns = inputs_lib.as_columns(x)
-    split = int(np.ceil(inputs_lib.num_rows(columns) * (1.0 - fraction)))
-
-    def part(data, rows):
-        return None if data is None else keras.tree.map_structure(lambda v: np.asarray(v)[rows], data)
-
-    train = tuple(part(d, slice(None, split)) for d in (columns, y, sample_weight))
-    held_out = tuple(part(d, slice(split, None)) for d in (columns, y, sample_weight))
-    return train + (held_out,)

@@ -98,6 +98,19 @@ def batch_if_unbatched(dataset, batch_size):
     return dataset
 
 
+def split_off(x, y, sample_weight, fraction):
+    """Keras' `validation_split` on raw rows: the last `fraction` of them, before shuffling."""
+    columns = as_columns(x)
+    split = int(np.ceil(num_rows(columns) * (1.0 - fraction)))
+
+    def part(data, rows):
+        return None if data is None else keras.tree.map_structure(lambda v: np.asarray(v)[rows], data)
+
+    train = tuple(part(d, slice(None, split)) for d in (columns, y, sample_weight))
+    held_out = tuple(part(d, slice(split, None)) for d in (columns, y, sample_weight))
+    return train + (held_out,)
+
+
 def trim_to_longest(x, y=None, sample_weight=None):
     """Cuts the padding columns no row of the batch uses (rounded up to `PAD_MULTIPLE`).
 

@@ -32,10 +32,19 @@ def test_contract_single_sentences_with_labels(tmp_path):
     assert BertClassifier.from_preset(str(tmp_path / "preset")).labels == ["neg", "pos"]
 
 
-def test_contract_pairs_regression(tmp_path):
+def test_pairs_regression_scores_and_learns():
+    # The rest of the contract is the same code path as above; kept to one full run for time.
     task = tiny_classifier(num_classes=1)
-    assert_task_contract(task, (SENTENCES, SECONDS), np.array([0.5, 4.0, 2.0, 1.0, 3.5, 5.0], "float32"), tmp_path)
+    x, y = (SENTENCES, SECONDS), np.array([0.5, 4.0, 2.0, 1.0, 3.5, 5.0], "float32")
+    scores = task.predict(x, verbose=0)
+    np.testing.assert_allclose(scores, task.predict(task.preprocessor(x), verbose=0), atol=1e-5)
+    np.testing.assert_allclose(task.postprocess(scores)["scores"], scores[:, 0])
+    task.compile(learning_rate=1e-3)
     assert isinstance(task.loss, keras.losses.MeanSquaredError)
+    before = task.evaluate(x, y, return_dict=True, verbose=0)["loss"]
+    assert before == pytest.approx(float(np.mean((scores[:, 0] - y) ** 2)), rel=1e-5)
+    task.fit(x, y, batch_size=6, shuffle=False, verbose=0)
+    assert task.evaluate(x, y, return_dict=True, verbose=0)["loss"] < before
 
 
 @pytest.mark.slow
@@ -85,6 +94,17 @@ def test_default_compile_is_the_papers_recipe_over_the_steps_fit_runs():
     assert isinstance(task.optimizer, FinetuningAdamW) and task._run_schedule == (3e-5, 0.2)
     with pytest.raises(ValueError, match="warmup_ratio=1.5"):
         task.compile(warmup_ratio=1.5)
+
+
+def test_validation_data_and_validation_split_on_raw_text():
+    task = tiny_classifier()
+    task.compile(optimizer=keras.optimizers.SGD(0.0))  # weights fixed: val_loss is evaluate's
+    y = np.array([0, 1, 0, 1, 1, 0])
+    history = task.fit(SENTENCES, y, batch_size=2, validation_data=(SENTENCES[4:], y[4:]), verbose=0).history
+    held_out = task.evaluate(SENTENCES[4:], y[4:], return_dict=True, verbose=0)["loss"]
+    assert history["val_loss"][0] == pytest.approx(held_out, abs=1e-6)
+    history = task.fit(SENTENCES, y, batch_size=2, validation_split=1 / 3, verbose=0).history
+    assert history["val_loss"][0] == pytest.approx(held_out, abs=1e-6)  # the last third: rows 4 and 5
 
 
 def test_batches_padded_to_their_longest_row_and_predict_keeps_input_order():
