@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_zoo.layers import argument_checks as args
+from keras_bert_zoo.layers.id_checks import check_id_range
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.transformer_encoder import check_activation, gelu
 
@@ -22,8 +23,9 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call arguments:
         sequence_output: tensor `(batch, seq, hidden)`.
-        mask_positions: int tensor `(batch, predictions)`, or None to predict at every
-            position (the left-to-right ablation's next-token head).
+        mask_positions: int tensor `(batch, predictions)` of positions in
+            `[0, seq)` (checked when `seq` is static, see `layers/id_checks.py`), or
+            None to predict at every position (the left-to-right ablation's next-token head).
 
     Returns:
         Logits `(batch, predictions, vocabulary_size)` in float32 (`predictions = seq`
@@ -74,6 +76,13 @@ class MaskedLMHead(keras.layers.Layer):
         if mask_positions is None:
             x = sequence_output  # (batch, seq, hidden): every position predicts
         else:
+            length = sequence_output.shape[1]
+            if length is not None:  # known in eager calls and fixed-length batches
+                # -1 would predict the last position (take_along_axis wraps negatives).
+                mask_positions = check_id_range(
+                    mask_positions, length, "mask_positions", "sequence length",
+                    "Pad unused prediction slots with position 0 and weight 0 (mlm_weights).",
+                )
             positions = ops.cast(mask_positions, "int32")[:, :, None]  # (batch, predictions, 1)
             x = ops.take_along_axis(sequence_output, positions, axis=1)  # (batch, predictions, hidden)
         x = self.transform_dense(x)
