@@ -57,8 +57,10 @@ class _ServingModule(tf.__internal__.tracking.AutoTrackable):
 
     def __init__(self, task, vocabulary_path):
         # Variables, not the Keras objects: the SavedModel holds no Keras object graph,
-        # so a process without Keras loads it (as keras.export.ExportArchive does).
-        self.variables = list(task.variables)
+        # so a process without Keras loads it. The tf.Variables under the Keras ones:
+        # a Keras variable exports a copy that TF1-style loaders (TF Serving's C++
+        # loader, `saved_model_cli run`) restore while the graph reads the original.
+        self.variables = [getattr(v, "value", v) for v in task.variables]
         self.vocab_file = tf.saved_model.Asset(vocabulary_path)
         self.do_lower_case = tf.Variable(bool(task.preprocessor.tokenizer.lowercase), trainable=False)
 

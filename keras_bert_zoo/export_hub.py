@@ -41,8 +41,8 @@ def _as_hub(packed):
 
 class _Encoder(tf.__internal__.tracking.AutoTrackable):
     def __init__(self, backbone):
-        self.variables = list(backbone.variables)
-        self.trainable_variables = list(backbone.trainable_variables)
+        # The tf.Variables under the Keras ones (see `export._ServingModule`).
+        self.variables = [getattr(v, "value", v) for v in backbone.variables]
 
         @tf.function(input_signature=[_ids_spec()], autograph=False)
         def call(inputs):

@@ -57,6 +57,12 @@ print(json.dumps(out))
 """
 
 
+_CLI_WITH_TEXT_OPS = (
+    "import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; "
+    "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()"
+)
+
+
 def _env():
     return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="")
 
@@ -83,12 +89,16 @@ def served(exported):
     # of keras_bert_zoo is importable by accident.
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
                              cwd=os.path.dirname(path))
-            for command in ([sys.executable, "-c", _CLIENT, path, request], [cli, "show", "--all", "--dir", path])]
-    (client, client_err), (shown, shown_err) = (run.communicate(timeout=300) for run in runs)
-    assert runs[0].returncode == 0, client_err[-3000:]
-    assert runs[1].returncode == 0, shown_err[-3000:]
+            for command in ([sys.executable, "-c", _CLIENT, path, request], [cli, "show", "--all", "--dir", path],
+                            # TF Serving's way of loading (a TF1 session: restore op, then the signature's
+                            # tensors); the CLI registers no tensorflow-text ops, so they are imported first.
+                            [sys.executable, "-c", _CLI_WITH_TEXT_OPS, "run", "--dir", path, "--tag_set", "serve",
+                             "--signature_def", "serving_default", "--input_exprs", f"text=[{SENTENCES[0]!r}]"])]
+    (client, client_err), (shown, shown_err), (ran, ran_err) = (run.communicate(timeout=300) for run in runs)
+    for run, err in zip(runs, (client_err, shown_err, ran_err)):
+        assert run.returncode == 0, err[-3000:]
     result = json.loads(client.strip().splitlines()[-1])
-    result["saved_model_cli"] = shown
+    result["saved_model_cli"], result["saved_model_cli_run"] = shown, ran
     return result
 
 
@@ -144,6 +154,12 @@ def test_saved_model_cli_lists_the_signatures(served):
         assert line in shown, line
     # A ragged output would be listed as DT_INVALID; only the init op's entry is.
     assert shown.count("DT_INVALID") == 1
+
+
+def test_saved_model_cli_runs_one_example(served):
+    ran = served["saved_model_cli_run"]
+    label = served["text"]["label"][0]
+    assert "Result for output key label:" in ran and f"[b'{label}']" in ran, ran[-2000:]
 
 
 def test_pair_regression_has_score_and_regress():
