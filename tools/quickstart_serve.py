@@ -1,0 +1,58 @@
+"""Stage 3 of `tools/quickstart.py`: serve the best fine-tuned model.
+
+`keras_bert_zoo.export` writes it as a SavedModel that answers raw strings; a fresh
+Python process that imports only TensorFlow and tensorflow-text (`tools/serve_client.py`)
+loads it, classifies held-out sentences and times the served throughput.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from tools.quickstart_stages import say
+
+CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve_client.py")
+
+
+def _best(finetuning):
+    names = ("real_pretrained", "our_pretrained", "random_init")
+    return max(names, key=lambda name: finetuning[name]["dev_accuracy"])
+
+
+def serve(args, run, finetuning=None):
+    """Exports the best fine-tuned model of stage 2 and serves it in a fresh process.
+
+    Returns:
+        dict: the summary's `serving` block (export path, the sentences with their label
+        and probability, sentences per second, the modules the client had loaded).
+    """
+    from keras_bert_zoo.data.glue import glue_labels, read_glue
+    from keras_bert_zoo.export import export
+    from keras_bert_zoo.models.bert_classifier import BertClassifier
+    from keras_bert_zoo.utils.files import atomic_write_json
+
+    if finetuning is None:  # --stages serve alone: the presets and figures of an earlier run
+        with open(run("summary.json"), encoding="utf-8") as f:
+            finetuning = json.load(f).get("finetuning")
+        if not finetuning:
+            raise ValueError(f"`--stages serve` needs a fine-tuned model: run the finetune stage first "
+                             f"(no fine-tuning figures in {run('summary.json')}).")
+    best = _best(finetuning)
+    path = export(BertClassifier.from_preset(finetuning[best]["preset"]), run("export", "1"))
+    # Held-out text: dev rows the model was scored on, not trained on.
+    texts, labels = read_glue("sst2", os.path.join(run("finetune", "data", "dev.tsv")))
+    request = {"texts": list(texts[: args.serve_examples]), "labels": [int(y) for y in labels[: args.serve_examples]],
+               "throughput_texts": list(texts[:256])}
+    atomic_write_json(run("export", "request.json"), request)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    out = subprocess.run([sys.executable, CLIENT, path, run("export", "request.json")], env=env,
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"The serving process failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    for row, gold in zip(answer["predictions"], request["labels"]):
+        print(f"  {row['label']:>5s} {row['probability']:.2f} (gold {glue_labels('sst2')[gold]})  {row['text'][:90]}", flush=True)
+    say("serve", f"{best} exported → {path}; a fresh process with {', '.join(answer['imported'])} served "
+        f"{answer['sentences_per_second']:.1f} sentences/s ({answer['throughput_sentences']} sentences)")
+    return dict(answer, model=best, export=path)
