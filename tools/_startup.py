@@ -21,16 +21,24 @@ when no GPU was found (a CPU-only machine is a normal one). Everything else, and
 everything when the import fails, reaches stderr unchanged.
 """
 
+import atexit
 import os
 import re
 import sys
 import tempfile
+import threading
 
 _BANNER = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
 # absl's format: severity letter, MMDD, time, thread id, file:line]
 _LOG_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+ +\d+ [^\]]*\] ")
 _NO_CUDA = re.compile(r"failed call to cuInit|Could not find cuda drivers|Unable to register cu(DNN|FFT|BLAS) factory")
 _LEVELS = "IWEF"
+# Error-level lines TensorFlow 2.21's C++ runtime writes during a normal CPU run (measured in
+# tools/pretrain.py), which say nothing is wrong: a tf.data NodeDef attribute its own op
+# registry does not know yet, and a oneDNN int64 fallback notice.
+_RUNTIME_NOISE = re.compile(rb"NodeDef mentions attribute use_unbounded_threadpool|"
+                            rb"oneDNN supports DT_INT64 only on platforms with AVX-512")
+_ABSL_PREFIX = re.compile(rb"^[IWEF]\d{0,4}( [\d:.]*)?$")
 
 
 def startup_noise_filter(text, gpu_found, min_level):
@@ -58,7 +66,8 @@ def startup_noise_filter(text, gpu_found, min_level):
 
 
 def import_tensorflow():
-    """Imports TensorFlow and finds its devices, with the start-up noise filtered out of stderr.
+    """Imports TensorFlow and finds its devices, with the start-up noise filtered out of stderr
+    (and, from then on, the runtime lines of `filter_runtime_noise`).
 
     Returns:
         the `tensorflow` module.
@@ -92,4 +101,45 @@ def import_tensorflow():
                 text = startup_noise_filter(text, gpu_found, min_level)
             sys.stderr.write(text)
             sys.stderr.flush()
+    filter_runtime_noise()
     return tf
+
+
+def filter_runtime_noise():
+    """Drops TensorFlow's known harmless runtime lines (`_RUNTIME_NOISE`) from stderr, from now on.
+
+    File descriptor 2 becomes a pipe read by a thread that passes everything else on at once
+    (a partial line too, unless it may be the start of a log line, so progress bars keep
+    moving). At exit the pipe is drained, so a traceback is never lost.
+    """
+    sys.stderr.flush()
+    original = os.dup(2)
+    read_fd, write_fd = os.pipe()
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+
+    def pump():
+        pending = b""
+        while True:
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            out = b"".join(line + b"\n" for line in lines if not _RUNTIME_NOISE.search(line))
+            if pending and not _ABSL_PREFIX.match(pending[:20]):
+                out, pending = out + pending, b""
+            if out:
+                os.write(original, out)
+        if pending:
+            os.write(original, pending)
+        os.close(read_fd)
+
+    thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
+    thread.start()
+
+    def drain():
+        sys.stderr.flush()
+        os.dup2(original, 2)  # closes the pipe's last write end: the thread reads to the end
+        thread.join(timeout=5)
+
+    atexit.register(drain)

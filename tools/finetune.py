@@ -36,6 +36,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tools._startup import import_tensorflow  # noqa: E402
+
 TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli", "swag")
 
 
@@ -68,6 +70,7 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
     # TensorFlow is imported only now, after the flags parsed.
     from keras_bert_zoo.training.finetuning_run import FinetuningConfig, run_finetuning
 

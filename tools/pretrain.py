@@ -44,6 +44,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tools._startup import import_tensorflow  # noqa: E402
+
 
 def build_parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -115,6 +117,7 @@ def build_config(args):
 
 def main(argv=None):
     args = build_parser().parse_args(argv)  # before any TensorFlow import: --help and typos are instant
+    import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
     if args.tpu:
         os.environ["TPU_NAME"] = args.tpu
     config = build_config(args)

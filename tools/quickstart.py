@@ -26,6 +26,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools._startup import import_tensorflow  # noqa: E402
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -134,6 +136,7 @@ def pretrain_stage(args, run):
 
 def main(argv=None):
     args = parse_args(argv)
+    import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
     run = stages.RunDir(os.path.join(args.runs_dir, args.name))
     started = time.perf_counter()
     summary = {}

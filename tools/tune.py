@@ -17,6 +17,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tools._startup import import_tensorflow  # noqa: E402
+
 from tools.finetune import build_parser as finetune_parser  # noqa: E402
 
 GRID_FLAGS = ("learning_rate", "batch_size", "epochs")
@@ -35,6 +37,7 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
     given = [f"--{k.replace('_', '-')}" for k in GRID_FLAGS if getattr(args, k) is not None]
     if given:
         parser.error(f"{', '.join(given)}: the grid sets these; put the values in --grid.")
