@@ -9,10 +9,9 @@ pairing or masking.
 
 Runners: `DirectRunner` (in-process or multi-process on this machine), and Beam's
 `DataflowRunner`, `FlinkRunner`, `SparkRunner` with their own pipeline options. Every worker
-reads its input shard, the vocabulary and writes its output shard and the report itself, so
-these paths must be on a file system that all workers see (one machine, NFS, a mounted
-bucket). Not yet: `gs://` output paths (inputs are read through `tf.io.gfile`, but a shard is
-renamed into place with `os.replace` and the report written with `open`).
+reads its input shard and the vocabulary and writes its output shard (and one the report)
+itself, all through `tf.io.gfile`, so these paths must be ones all workers see: one machine,
+NFS, or a bucket (`gs://`; not tested here, where no bucket can be reached).
 
 `apache-beam` is an optional dependency (`pip install keras-bert-zoo[beam]`); it is imported
 only when a pipeline is built.

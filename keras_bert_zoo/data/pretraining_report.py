@@ -156,14 +156,19 @@ def format_report(report):
 
 
 def write_report(report, output_prefix):
-    """Writes `<prefix>.report.json` and `<prefix>.report.txt` atomically; returns both paths."""
+    """Writes `<prefix>.report.json` and `<prefix>.report.txt` atomically; returns both paths.
+
+    Through `tf.io.gfile`, so a Beam worker can write the report next to gs:// outputs.
+    """
+    import tensorflow as tf
+
     paths = []
     for suffix, text in ((".report.json", json.dumps(report, indent=1)), (".report.txt", format_report(report))):
         path = f"{output_prefix}{suffix}"
         tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with tf.io.gfile.GFile(tmp, "w") as f:
             f.write(text)
-        os.replace(tmp, path)
+        tf.io.gfile.rename(tmp, path, overwrite=True)
         paths.append(path)
     return paths
 

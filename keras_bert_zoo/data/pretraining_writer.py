@@ -119,7 +119,9 @@ def drain_shards(dataset, outputs, max_seq_length, on_window=None, on_shard=None
             writer, tmp = open_writers[shard]
             if done:
                 writer.close()
-                os.replace(tmp, outputs[shard])  # atomic: a killed run never leaves a partial shard
+                # Atomic on a local disk (a killed run never leaves a partial shard); through
+                # tf.io.gfile so a Beam worker can write gs:// outputs too.
+                tf.io.gfile.rename(tmp, outputs[shard], overwrite=True)
                 del open_writers[shard]
                 if on_shard:
                     on_shard()
@@ -136,7 +138,7 @@ def drain_shards(dataset, outputs, max_seq_length, on_window=None, on_shard=None
     finally:
         for writer, tmp in open_writers.values():
             writer.close()
-            os.remove(tmp)
+            tf.io.gfile.remove(tmp)
     return totals
 
 
