@@ -38,19 +38,36 @@ def dataset_x_spec(dataset):
 def as_columns(x):
     """Raw text inputs → one NumPy array or a tuple of column arrays (pairs, choices).
 
-    A list of pairs `[(a, b), ...]` is transposed into columns `(texts_a, texts_b)`.
+    A list of pairs `[(a, b), ...]` is transposed into columns `(texts_a, texts_b)`; a dict of
+    named columns (`COLUMN_ORDERS`, e.g. GLUE's `{"premise": ..., "hypothesis": ...}`) becomes
+    the tuple of its columns in segment order.
     """
     if isinstance(x, dict):
-        raise TypeError(
-            "Raw text must be a list/array of strings or a tuple of columns "
-            f"`(texts_a, texts_b)`; a dict is read as packed ids. Received a dict with keys "
-            f"{sorted(x)}. Pass the columns as a tuple, in order."
-        )
+        return tuple(np.asarray(x[key]) for key in _column_order(x))
     if isinstance(x, tuple):
         return tuple(np.asarray(column) for column in x)
     if isinstance(x, list) and x and all(isinstance(row, tuple) for row in x):
         return tuple(np.asarray(column) for column in zip(*x))
     return np.asarray(x)
+
+
+# Dicts of raw columns, by their names: ours and keras-hub's, then GLUE's (tfds feature names).
+# The order is the segments' order: `[CLS] first [SEP] second [SEP]`.
+COLUMN_ORDERS = (("text",), ("text_a",), ("text_a", "text_b"), ("sentence",), ("sentence1", "sentence2"),
+                 ("question1", "question2"), ("premise", "hypothesis"), ("question", "sentence"))
+
+
+def _column_order(x):
+    """The key order of a dict of raw text columns (an `idx` column is ignored)."""
+    keys = set(x) - {"idx"}
+    for order in COLUMN_ORDERS:
+        if keys == set(order):
+            return order
+    raise TypeError(
+        "A dict of raw text must have the columns of one of these layouts (an extra `idx` is ignored): "
+        f"{[list(o) for o in COLUMN_ORDERS]}; a dict with `token_ids` is read as packed ids. Received a dict "
+        f"with keys {sorted(x)}. Rename the columns, or pass them as a tuple `(texts_a, texts_b)` in order."
+    )
 
 
 def num_rows(columns):

@@ -182,3 +182,17 @@ def test_text_without_a_preprocessor_is_refused():
     with pytest.raises(ValueError, match="preprocessor` is None"):
         task.predict(SENTENCES)
     assert task_inputs.is_packed({"token_ids": 1})
+
+
+def test_pairs_as_a_dict_of_named_columns_equal_the_tuple():
+    """Issue 12: pairs as tuples or dicts of columns; a dict takes GLUE's (tfds) column names."""
+    task = tiny_classifier()
+    pairs = (SENTENCES[:3], SECONDS[:3])
+    expected = task.predict(pairs, verbose=0)
+    for a, b in (("premise", "hypothesis"), ("sentence1", "sentence2"), ("text_a", "text_b")):
+        got = task.predict({b: SECONDS[:3], a: SENTENCES[:3], "idx": [0, 1, 2]}, verbose=0)
+        np.testing.assert_allclose(got, expected, atol=1e-6)
+    single = task.predict({"sentence": SENTENCES[:3]}, verbose=0)
+    np.testing.assert_allclose(single, task.predict(SENTENCES[:3], verbose=0), atol=1e-6)
+    with pytest.raises(TypeError, match=r"columns of one of these layouts.*Received a dict with keys \['a', 'b'\]"):
+        task.predict({"a": SENTENCES[:3], "b": SECONDS[:3]}, verbose=0)
