@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from keras_bert_zoo.training.checkpoint_files import (
     PREFIX, STATE_FILE, complete_checkpoints, read_state, remove_failed_saves, step_of, write_state)
+from keras_bert_zoo.utils import keras_internals
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def seed_generator_states(model):
     states, seen = {}, set()
     # Keys follow the (deterministic) layer traversal order, not the global
     # `seed_generator_N` names, which depend on what else the process built.
-    for layer in model._flatten_layers(include_self=True, recursive=True):
+    for layer in keras_internals.flatten_layers(model):
         for name, value in sorted(vars(layer).items()):
             if isinstance(value, keras.random.SeedGenerator) and id(value) not in seen:
                 seen.add(id(value))
