@@ -1,5 +1,6 @@
 """`Task`: a backbone plus a head, fed raw text, with the paper's fine-tuning recipe as `compile()`."""
 
+import functools
 import inspect
 
 import keras
@@ -10,6 +11,8 @@ from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
+from keras_bert_zoo.training.replica_steps import batchwise, replica_step_function
+from keras_bert_zoo.utils import keras_internals
 from keras_bert_zoo.weights import loading
 
 # The paper's grid is {5e-5, 4e-5, 3e-5, 2e-5} (§A.3). 5e-5 is its top, keras-hub's and
@@ -199,9 +202,41 @@ class Task(keras.Model):
             self._start_run(x, batch_size, epochs - initial_epoch, steps_per_epoch)
         if prepared is not None:
             shuffle = False  # done in the pipeline (Keras warns that it ignores it on datasets)
-        return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, sample_weight=sample_weight,
-                           validation_data=validation_data, validation_split=validation_split, shuffle=shuffle,
-                           initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch, **kwargs)
+        fit = functools.partial(super().fit, x=x, y=y, batch_size=batch_size, epochs=epochs,
+                                sample_weight=sample_weight, validation_data=validation_data,
+                                validation_split=validation_split, shuffle=shuffle, initial_epoch=initial_epoch,
+                                steps_per_epoch=steps_per_epoch, **kwargs)
+        strategy = self.distribute_strategy
+        if not isinstance(x, tf.data.Dataset) or not keras_internals.in_multi_worker_mode(strategy):
+            return fit()
+        # Keras 3.15's fit builds the compiled metrics from a batch reduced across replicas, which
+        # fails for dict batches under MultiWorkerMirroredStrategy ("Attempt to convert a value
+        # ({'token_ids': PerReplica...}) to a Tensor"): build them from plain zeros of one batch's
+        # structure first, as the pretraining loop does, and let fit skip its own build.
+        spec = x.element_spec
+        placeholder = tf.nest.map_structure(lambda s: tf.zeros([1 if d is None else d for d in s.shape], s.dtype),
+                                            tuple(spec[:2]) if isinstance(spec, tuple) else spec)
+        with strategy.scope():
+            keras_internals.symbolic_build(self, placeholder)
+        keras_internals.skip_symbolic_build_in_fit(self)
+        try:
+            return fit()
+        finally:
+            keras_internals.restore_symbolic_build_in_fit(self)
+
+    def make_train_function(self, force=False):
+        if not keras_internals.in_multi_worker_mode(self.distribute_strategy):
+            return super().make_train_function(force)
+        if self.train_function is None or force:  # Keras' own fails on several workers (replica_steps)
+            self.train_function = batchwise(replica_step_function(self, self.train_step))
+        return self.train_function
+
+    def make_test_function(self, force=False):
+        if not keras_internals.in_multi_worker_mode(self.distribute_strategy):
+            return super().make_test_function(force)
+        if self.test_function is None or force:
+            self.test_function = batchwise(replica_step_function(self, self.test_step))
+        return self.test_function
 
     def _prepare_validation(self, data, validation_batch_size, batch_size):
         """The validation pipeline, or None to give `data` to Keras unchanged."""

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.training.pretraining_eval import write_scalar
-from keras_bert_zoo.utils import keras_internals
+from keras_bert_zoo.training.replica_steps import replica_step_function
 
 
 class NonFiniteError(FloatingPointError):
@@ -55,25 +55,8 @@ class StepCheckpointer(keras.callbacks.Callback):
         self.last_saved_step = None
 
     def _make_step_function(self):
-        """`train_step` on every replica, logs averaged over replicas (and workers).
-
-        Keras 3.15's own train function reduces scalar logs with `axis=0` under
-        MultiWorkerMirroredStrategy, which fails; this one reduces with `axis=None`.
-        """
-        model, strategy = self.model, self.model.distribute_strategy
-
-        def reduce(value):
-            if isinstance(value, tf.distribute.DistributedValues) or keras_internals.in_multi_worker_mode(strategy):
-                return strategy.reduce("MEAN", value, axis=None)
-            return value
-
-        def one_step(data):
-            outputs = strategy.run(model.train_step, args=(data,))
-            return tf.nest.map_structure(reduce, outputs)
-
-        if model.run_eagerly:
-            return one_step
-        return tf.function(one_step, reduce_retracing=True, jit_compile=model.jit_compile is True)
+        """`train_step` on every replica, logs averaged over replicas and workers (`replica_steps`)."""
+        return replica_step_function(self.model, self.model.train_step)
 
     def on_train_begin(self, logs=None):
         self._original = self.model.train_function
