@@ -11,7 +11,7 @@ from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
-from keras_bert_zoo.training.replica_steps import batchwise, replica_step_function
+from keras_bert_zoo.training.replica_steps import batchwise, fit_on_workers, replica_step_function
 from keras_bert_zoo.utils import keras_internals
 from keras_bert_zoo.weights import loading
 
@@ -206,23 +206,9 @@ class Task(keras.Model):
                                 sample_weight=sample_weight, validation_data=validation_data,
                                 validation_split=validation_split, shuffle=shuffle, initial_epoch=initial_epoch,
                                 steps_per_epoch=steps_per_epoch, **kwargs)
-        strategy = self.distribute_strategy
-        if not isinstance(x, tf.data.Dataset) or not keras_internals.in_multi_worker_mode(strategy):
-            return fit()
-        # Keras 3.15's fit builds the compiled metrics from a batch reduced across replicas, which
-        # fails for dict batches under MultiWorkerMirroredStrategy ("Attempt to convert a value
-        # ({'token_ids': PerReplica...}) to a Tensor"): build them from plain zeros of one batch's
-        # structure first, as the pretraining loop does, and let fit skip its own build.
-        spec = x.element_spec
-        placeholder = tf.nest.map_structure(lambda s: tf.zeros([1 if d is None else d for d in s.shape], s.dtype),
-                                            tuple(spec[:2]) if isinstance(spec, tuple) else spec)
-        with strategy.scope():
-            keras_internals.symbolic_build(self, placeholder)
-        keras_internals.skip_symbolic_build_in_fit(self)
-        try:
-            return fit()
-        finally:
-            keras_internals.restore_symbolic_build_in_fit(self)
+        if isinstance(x, tf.data.Dataset) and keras_internals.in_multi_worker_mode(self.distribute_strategy):
+            return fit_on_workers(self, fit, x)
+        return fit()
 
     def make_train_function(self, force=False):
         if not keras_internals.in_multi_worker_mode(self.distribute_strategy):

@@ -38,3 +38,23 @@ def batchwise(step_function):
         return step_function(next(iterator))
 
     return function
+
+
+def fit_on_workers(model, fit, dataset):
+    """Runs `fit()` (a `Model.fit` call on `dataset`) under MultiWorkerMirroredStrategy.
+
+    Keras 3.15's fit builds the compiled metrics from a batch reduced across replicas, which
+    fails for dict batches on several workers ("Attempt to convert a value ({'token_ids':
+    PerReplica...}) to a Tensor"): build them from zeros of one batch's structure first, as
+    the pretraining loop does, and let fit skip its own build.
+    """
+    spec = dataset.element_spec
+    spec = tuple(spec[:2]) if isinstance(spec, tuple) else spec
+    placeholder = tf.nest.map_structure(lambda s: tf.zeros([1 if d is None else d for d in s.shape], s.dtype), spec)
+    with model.distribute_strategy.scope():
+        keras_internals.symbolic_build(model, placeholder)
+    keras_internals.skip_symbolic_build_in_fit(model)
+    try:
+        return fit()
+    finally:
+        keras_internals.restore_symbolic_build_in_fit(model)
