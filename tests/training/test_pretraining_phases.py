@@ -283,8 +283,8 @@ def test_tfrecord_input_runs_phase_two_on_its_own_records(tmp_path, monkeypatch)
     lengths = []
     real = pretraining_run._make_dataset_fn
 
-    def spy(a, tokenizer, phase):  # records the length of each phase's batches
-        fn = real(a, tokenizer, phase)
+    def spy(a, tokenizer, phase, **kwargs):  # records the length of each phase's batches
+        fn = real(a, tokenizer, phase, **kwargs)
 
         def dataset_fn(*args, **kwargs):
             ds = fn(*args, **kwargs)
