@@ -89,7 +89,7 @@ def fit_resumable(
     # MultiWorkerMirroredStrategy; so fit's own symbolic build is skipped below.
     with strategy.scope():
         keras_internals.symbolic_build(model, placeholder)
-    keras_internals.skip_symbolic_build_in_fit(model)
+    keras_internals.skip_fit_metric_build(model)
     for callback in callbacks:
         if isinstance(callback, (HeldOutEvaluation, ScalarLogger)) and callback.step is None:
             callback.step = checkpoint.step  # report the global step, across restarts
@@ -106,6 +106,6 @@ def fit_resumable(
         )
     finally:
         checkpointer.restore_train_function()
-        keras_internals.restore_symbolic_build_in_fit(model)
+        keras_internals.restore_fit_metric_build(model)
     return {"step": int(checkpoint.step.numpy()), "resumed_from": start, "history": history,
             "checkpoint": checkpoint}

@@ -53,8 +53,8 @@ def fit_on_workers(model, fit, dataset):
     placeholder = tf.nest.map_structure(lambda s: tf.zeros([1 if d is None else d for d in s.shape], s.dtype), spec)
     with model.distribute_strategy.scope():
         keras_internals.symbolic_build(model, placeholder)
-    keras_internals.skip_symbolic_build_in_fit(model)
+    keras_internals.skip_fit_metric_build(model)
     try:
         return fit()
     finally:
-        keras_internals.restore_symbolic_build_in_fit(model)
+        keras_internals.restore_fit_metric_build(model)

@@ -106,18 +106,18 @@ def symbolic_build(model, data_batch):
     _attribute(model, "_symbolic_build", "keras.Model._symbolic_build")(data_batch=data_batch)
 
 
-def skip_symbolic_build_in_fit(model):
+def skip_fit_metric_build(model):
     """Makes `model.fit` skip its own symbolic build (after `symbolic_build`).
 
-    Undo with `restore_symbolic_build_in_fit`. Keras 3.15's `fit` calls
+    Undo with `restore_fit_metric_build`. Keras 3.15's `fit` calls
     `_maybe_symbolic_build(iterator=...)` once before training.
     """
     _attribute(model, "_maybe_symbolic_build", "keras.Model._maybe_symbolic_build")
     model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
 
 
-def restore_symbolic_build_in_fit(model):
-    """Undoes `skip_symbolic_build_in_fit` (removes the instance attribute it set)."""
+def restore_fit_metric_build(model):
+    """Undoes `skip_fit_metric_build` (removes the instance attribute it set)."""
     if "_maybe_symbolic_build" in vars(model):
         del model._maybe_symbolic_build
 

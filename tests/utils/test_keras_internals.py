@@ -60,10 +60,10 @@ def test_every_internal_works_on_this_keras_and_tensorflow(tmp_path):
     x, y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
     ki.symbolic_build(model, (x, y))
     assert model.optimizer.built and "mae" in [m.name for m in model.metrics[-1].metrics]
-    ki.skip_symbolic_build_in_fit(model)
+    ki.skip_fit_metric_build(model)
     assert model._maybe_symbolic_build(iterator=None) is None
     model.fit(x, y, epochs=1, verbose=0)
-    ki.restore_symbolic_build_in_fit(model)
+    ki.restore_fit_metric_build(model)
     assert "_maybe_symbolic_build" not in vars(model)
 
 
@@ -80,7 +80,7 @@ def test_a_changed_internal_fails_loudly_naming_it_and_the_versions(monkeypatch)
     assert "_convert_input_args" in _assert_loud(lambda: ki.accept_raw_inputs(object()))
     assert "_flatten_layers" in _assert_loud(lambda: ki.flatten_layers(object()))
     assert "_symbolic_build" in _assert_loud(lambda: ki.symbolic_build(object(), None))
-    assert "_maybe_symbolic_build" in _assert_loud(lambda: ki.skip_symbolic_build_in_fit(object()))
+    assert "_maybe_symbolic_build" in _assert_loud(lambda: ki.skip_fit_metric_build(object()))
     assert "_iterators" in _assert_loud(lambda: ki.per_replica_iterators(iter([1]), 1))
 
     class Extended:
