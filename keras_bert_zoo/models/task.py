@@ -206,19 +206,23 @@ class Task(keras.Model):
                                 sample_weight=sample_weight, validation_data=validation_data,
                                 validation_split=validation_split, shuffle=shuffle, initial_epoch=initial_epoch,
                                 steps_per_epoch=steps_per_epoch, **kwargs)
-        if isinstance(x, tf.data.Dataset) and keras_internals.in_multi_worker_mode(self.distribute_strategy):
+        if isinstance(x, tf.data.Dataset) and self._on_several_workers():
             return fit_on_workers(self, fit, x)
         return fit()
 
+    def _on_several_workers(self):
+        strategy = getattr(self, "distribute_strategy", None)  # TensorFlow backend only
+        return strategy is not None and keras_internals.in_multi_worker_mode(strategy)
+
     def make_train_function(self, force=False):
-        if not keras_internals.in_multi_worker_mode(self.distribute_strategy):
+        if not self._on_several_workers():
             return super().make_train_function(force)
         if self.train_function is None or force:  # Keras' own fails on several workers (replica_steps)
             self.train_function = batchwise(replica_step_function(self, self.train_step))
         return self.train_function
 
     def make_test_function(self, force=False):
-        if not keras_internals.in_multi_worker_mode(self.distribute_strategy):
+        if not self._on_several_workers():
             return super().make_test_function(force)
         if self.test_function is None or force:
             self.test_function = batchwise(replica_step_function(self, self.test_step))
