@@ -38,7 +38,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tools._startup import import_tensorflow  # noqa: E402
 
-TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli", "swag")
+TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli", "swag", "squad1", "squad2",
+         "conll2003")
+FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
+                   "weighted_sum_all")
 
 
 def build_parser():
@@ -55,7 +58,12 @@ def build_parser():
     p.add_argument("--batch-size", type=int, help="global batch size; default 32")
     p.add_argument("--learning-rate", type=float, help="peak learning rate; default 5e-5")
     p.add_argument("--warmup-ratio", type=float, help="linear warm-up share of the steps; default 0.1")
-    p.add_argument("--sequence-length", type=int, help="default 128")
+    p.add_argument("--sequence-length", type=int, help="default 128 (SQuAD: 384, longer contexts windowed)")
+    p.add_argument("--doc-stride", type=int, help="SQuAD: context tokens between window starts; default 128")
+    p.add_argument("--max-query-length", type=int, help="SQuAD: question tokens kept; default 64")
+    p.add_argument("--max-answer-length", type=int, help="SQuAD: longest answer in tokens; default 30")
+    p.add_argument("--feature-based", choices=FEATURE_CHOICES,
+                   help="conll2003: a BiLSTM tagger on these frozen BERT features (paper §5.3) instead of fine-tuning")
     p.add_argument("--seed", type=int, help="default 12345")
     p.add_argument("--max-train-examples", type=int, help="use only the first N training rows")
     p.add_argument("--strategy", choices=["auto", "cpu", "mirrored", "multi_worker", "tpu"])

@@ -10,7 +10,12 @@ import os
 
 from keras_bert_zoo.data.glue import GLUE_TASKS
 
-TASKS = GLUE_TASKS + ("swag",)
+SQUAD_TASKS = ("squad1", "squad2")  # SQuAD v1.1 / v2.0 JSON (keras_bert_zoo.data.squad)
+TAGGING_TASKS = ("conll2003",)  # CoNLL-format NER columns (keras_bert_zoo.data.conll)
+TASKS = GLUE_TASKS + ("swag",) + SQUAD_TASKS + TAGGING_TASKS
+# The §5.3 feature choices (keras_bert_zoo.models.bert_feature_extractor.FEATURES; a test keeps them equal).
+FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
+                   "weighted_sum_all")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 TFDS_PREFIX = "tfds:"  # `--train-file tfds:train`: the task's GLUE split from tensorflow-datasets
 
@@ -44,7 +49,7 @@ class FinetuningConfig:
     ...                           "bert_base_en_uncased", "runs/mrpc", epochs=3)
     """
 
-    task: str  # one of TASKS: the nine GLUE tasks or "swag"
+    task: str  # one of TASKS: the nine GLUE tasks, "swag", "squad1", "squad2" or "conll2003"
     train_file: str  # training data (the task's file as distributed, or "tfds:<split>")
     dev_file: str  # labelled dev set, scored with the task's official metrics after every epoch
     preset: str  # checkpoint to start from: registry name, our/Google/HF directory, zip or ckpt
@@ -55,7 +60,7 @@ class FinetuningConfig:
     batch_size: int = 32  # global batch size (summed over replicas)
     learning_rate: float = 5e-5  # peak learning rate (the paper's grid: 5e-5, 4e-5, 3e-5, 2e-5)
     warmup_ratio: float = 0.1  # share of the run's steps with linear warm-up (then linear decay to 0)
-    sequence_length: int = 128  # tokens per input, [CLS]/[SEP] included; longer rows are truncated
+    sequence_length: int = None  # tokens per input, [CLS]/[SEP] included (None: 128; SQuAD 384, windowed)
     seed: int = 12345  # head initialisation, dropout and data order
     max_train_examples: int = None  # use only the first N training rows (None: all)
     strategy: str = "auto"  # see `keras_bert_zoo.get_strategy`
@@ -64,10 +69,18 @@ class FinetuningConfig:
     tfds_data_dir: str = None  # where "tfds:<split>" datasets were prepared (None: tfds's default)
     skip_malformed: bool = False  # drop malformed rows (counted in the log) instead of failing
     progress: bool = True  # a progress bar per epoch and the dev metrics printed after each
+    # SQuAD only (task squad1/squad2); None: the task's default (sequence_length 384 for SQuAD).
+    doc_stride: int = None  # context tokens between window starts (run_squad.py: 128)
+    max_query_length: int = None  # question tokens kept (run_squad.py: 64)
+    max_answer_length: int = None  # longest answer in tokens when decoding (run_squad.py: 30)
+    # CoNLL only: train a BiLSTM tagger on frozen BERT features (paper §5.3) instead of fine-tuning.
+    feature_based: str = None  # one of FEATURE_CHOICES, or None to fine-tune
 
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"{flag('task')}: unknown task. Received: task={self.task!r}. Use one of {TASKS}.")
+        if self.sequence_length is None:  # frozen: the task's default is filled in once, here
+            object.__setattr__(self, "sequence_length", 384 if self.task in SQUAD_TASKS else 128)
         for name in ("epochs", "batch_size", "sequence_length"):
             self._check_int(name, minimum=1)
         self._check_int("seed", minimum=0)
@@ -85,6 +98,19 @@ class FinetuningConfig:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"{flag('strategy')}: unknown strategy. Received: strategy={self.strategy!r}. "
                              f"Use one of {STRATEGIES}.")
+        for name in ("doc_stride", "max_query_length", "max_answer_length"):
+            if getattr(self, name) is not None:
+                if self.task not in SQUAD_TASKS:
+                    raise ValueError(f"{flag(name)} is SQuAD's (task squad1 or squad2). "
+                                     f"Received it with task={self.task!r}.")
+                self._check_int(name, minimum=1)
+        if self.feature_based is not None:
+            if self.task not in TAGGING_TASKS:
+                raise ValueError(f"{flag('feature_based')} is for token classification (task conll2003). "
+                                 f"Received it with task={self.task!r}.")
+            if self.feature_based not in FEATURE_CHOICES:
+                raise ValueError(f"{flag('feature_based')}: unknown feature choice. Received: "
+                                 f"feature_based={self.feature_based!r}. Use one of {FEATURE_CHOICES}.")
         if self.dev_mismatched_file is not None and self.task != "mnli":
             raise ValueError(f"{flag('dev_mismatched_file')} is MNLI's. Received it with task={self.task!r}.")
         for name in ("train_file", "dev_file", "test_file", "dev_mismatched_file"):

@@ -20,7 +20,8 @@ import numpy as np
 
 from keras_bert_zoo.data.glue import glue_labels, read_glue, write_glue_submission
 from keras_bert_zoo.data.swag import read_swag
-from keras_bert_zoo.training.finetuning_config import TFDS_PREFIX, FinetuningConfig, flag
+from keras_bert_zoo.training.finetuning_config import (SQUAD_TASKS, TAGGING_TASKS, TFDS_PREFIX, FinetuningConfig,
+                                                       flag)
 from keras_bert_zoo.weights.preset_config import CASED_SHARE
 
 logger = logging.getLogger("keras_bert_zoo.training")
@@ -174,6 +175,14 @@ def run_finetuning(config):
         raise TypeError(f"`config` must be a FinetuningConfig. Received: {type(config).__name__}.")
     start = time.perf_counter()
     lowercase, detected = check_preset(config)
+    if config.task in SQUAD_TASKS:
+        from keras_bert_zoo.training.finetuning_squad import run_squad_finetuning
+
+        return run_squad_finetuning(config, lowercase, detected, start)
+    if config.task in TAGGING_TASKS:
+        from keras_bert_zoo.training.finetuning_tagging import run_tagging_finetuning
+
+        return run_tagging_finetuning(config, lowercase, detected, start)
     train_x, train_y, _ = _read(config, "train_file", labelled=True)
     if config.max_train_examples is not None:
         train_x, train_y = _head(train_x, config.max_train_examples), train_y[: config.max_train_examples]
