@@ -173,14 +173,19 @@ class Task(keras.Model):
 
     def _pipeline(self, dataset):
         """Reports the truncated inputs of a raw batched dataset and preprocesses it."""
+        prepare, count = self._pipeline_cache()
+        inputs_lib.report_truncated(dataset, self.preprocessor, count)
+        return inputs_lib.preprocess(dataset, prepare)
+
+    def _pipeline_cache(self):
+        """`(prepare, count)` of `task_inputs.pipeline_functions`, traced once per preprocessor,
+        not once per fit/evaluate/predict call."""
         cached = getattr(self, "_pipeline_functions", None)
         if cached is None or cached[0] != id(self.preprocessor):
-            # Traced once per preprocessor, not once per fit/evaluate/predict call.
             cached = self._pipeline_functions = (id(self.preprocessor),) + inputs_lib.pipeline_functions(
                 self.preprocessor
             )
-        inputs_lib.report_truncated(dataset, self.preprocessor, cached[2])
-        return inputs_lib.preprocess(dataset, cached[1])
+        return cached[1], cached[2]
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None, validation_data=None,
             validation_split=0.0, shuffle=True, initial_epoch=0, steps_per_epoch=None, **kwargs):
@@ -246,6 +251,12 @@ class Task(keras.Model):
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict` on raw text (sorted by length, returned in input order) or ids."""
+        if (self.preprocessor is not None and steps is None and not callbacks and not isinstance(x, tf.data.Dataset)
+                and not inputs_lib.is_packed(x) and x is not None):
+            columns = inputs_lib.as_columns(x)
+            if inputs_lib.num_rows(columns) and all(c.dtype.kind in "USO" for c in keras.tree.flatten(columns)):
+                prepare, count = self._pipeline_cache()
+                return inputs_lib.predict_sorted(self, columns, prepare, count, batch_size, verbose)
         prepared = self._prepare(x, batch_size=batch_size, sort=True)
         if prepared is None:
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)

@@ -209,13 +209,17 @@ def report_truncated(dataset, preprocessor, count, steps=None):
         return None
     counts = dataset.map(_packed(count), num_parallel_calls=tf.data.AUTOTUNE)
     truncated, total = (int(v) for v in counts.reduce(tf.zeros([2], tf.int64), lambda a, b: a + b))
+    _log_truncated(preprocessor, truncated, total)
+    return truncated
+
+
+def _log_truncated(preprocessor, truncated, total):
     level = logging.WARNING if truncated else logging.INFO
     logger.log(
         level,
         "Truncated %d of %d input sequences to sequence_length=%s (%s).",
         truncated, total, preprocessor.sequence_length, getattr(preprocessor, "truncate", "longest_first"),
     )
-    return truncated
 
 
 def steps_of(dataset, steps_per_epoch):
@@ -232,6 +236,44 @@ def steps_of(dataset, steps_per_epoch):
             "Pass `steps_per_epoch`."
         )
     return steps
+
+
+def predict_sorted(model, columns, prepare, count, batch_size=None, verbose=0):
+    """`model`'s outputs on raw in-memory rows, batch by batch in length order, in input order.
+
+    Each batch runs `prepare` (see `pipeline_functions`) and `predict_on_batch`, both
+    traced once: unlike a tf.data pipeline, no iterator is built per call, and creating
+    one cost ~1 s (Grappler optimising the tokenizer's function), twice per
+    `keras.Model.predict` call, whatever the number of rows. Truncated inputs are counted
+    in the same pass and reported as `report_truncated` does.
+    """
+    order = length_order(columns)
+    size = batch_size or DEFAULT_BATCH_SIZE
+    starts = range(0, len(order), size)
+    progress = keras.utils.Progbar(len(starts)) if verbose in (1, "auto") and len(starts) > 1 else None
+    outputs, counts = [], np.zeros([2], "int64")
+    for step, start in enumerate(starts):
+        rows = order[start : start + size]
+        data = (keras.tree.map_structure(lambda column: column[rows], columns),)
+        packed = prepare(data)  # the packed dict (Keras packs a lone `x` without a tuple)
+        x = keras.tree.map_structure(lambda t: t.numpy(), packed[0] if isinstance(packed, tuple) else packed)
+        outputs.append(model.predict_on_batch(x))
+        if count is not None:
+            counts += count(data).numpy()
+        if progress is not None:
+            progress.update(step + 1)
+    if count is not None:
+        _log_truncated(model.preprocessor, int(counts[0]), int(counts[1]))
+    return restore_order(keras.tree.map_structure(lambda *parts: _concatenate_padded(parts), *outputs), order)
+
+
+def _concatenate_padded(parts):
+    """Stacks batch outputs along rows, zero-padding axes whose length differs (as Keras' ragged
+    predict outputs, which `restore_order` pads)."""
+    parts = [np.asarray(part) for part in parts]
+    shape = np.max([part.shape for part in parts], axis=0)
+    padded = [np.pad(p, [(0, 0)] + [(0, int(n) - d) for n, d in zip(shape[1:], p.shape[1:])]) for p in parts]
+    return np.concatenate(padded, axis=0)
 
 
 def restore_order(outputs, order):
