@@ -1,0 +1,48 @@
+"""The serving benchmark section at a tiny size: both tasks exported and measured, the served
+answers equal `task.predict`'s, the table reads the measurements."""
+
+import importlib
+
+import numpy as np
+
+from tools.bench import serving
+from tests.weights import weights_testlib as lib
+
+
+def _in_process(module, func, kwargs):
+    return getattr(importlib.import_module(module), func)(**kwargs)
+
+
+def test_serving_section_at_a_tiny_size(tmp_path):
+    settings = dict(latency_calls=(2, 1), batch_size=4, batches=2, runs=1)
+    results = serving.measure(settings=settings, workdir=str(tmp_path), preset=lib.fixture_dir("gelu"),
+                              sequence_lengths={"classifier": 16, "span_extractor": 32}, call=_in_process)
+    assert sorted(results) == ["classifier", "span_extractor"]
+    for task, entry in results.items():
+        assert "error" not in entry["prepared"], entry["prepared"]
+        assert entry["prepared"]["sequence_length"] == {"classifier": 16, "span_extractor": 32}[task]
+        for side, calls in (("served", 2), ("predict", 1)):
+            result = entry[side]
+            assert result["latency"]["calls"] == calls
+            assert 0 < result["latency"]["median_ms"] <= result["latency"]["p99_ms"]
+            assert result["throughput"]["rate"] > 0 and len(result["throughput"]["times"]) == 1
+            assert len(result["answers"]) == 8
+        # Same weights on both sides: the same answer and score for every row.
+        assert entry["served"]["answers"] == entry["predict"]["answers"]
+        np.testing.assert_allclose(entry["served"]["scores"], entry["predict"]["scores"], atol=1e-5, rtol=0)
+    assert set(results["classifier"]["served"]["answers"]) <= {"rotten", "fresh"}
+    assert all(results["span_extractor"]["served"]["answers"])  # answers, not only "" (no answer)
+    rows, agreement = serving.table(results)
+    assert [a.split(" (")[0] for a in agreement] == ["classifier 8/8", "span_extractor 8/8"]
+    assert len(rows) == 4 and all("failed" not in row for row in rows)
+    served = results["classifier"]["served"]
+    assert f"| {served['latency']['median_ms']:.1f} |" in rows[0] and "SavedModel" in rows[0]
+    assert "`task.predict`" in rows[1]
+
+
+def test_real_rows_are_real_text():
+    reviews = serving.real_rows("classifier", 3)
+    assert len(reviews) == 3 and all(len(r["text"].split()) > 3 for r in reviews)
+    qa = serving.real_rows("span_extractor", 4)
+    assert all(len(r["context"].split()) >= 60 and len(r["question"].split()) == 10 for r in qa)
+    assert qa[0]["context"] != qa[1]["context"] and qa[0]["question"].endswith("?")
