@@ -4,8 +4,9 @@ answers equal `task.predict`'s, the table reads the measurements."""
 import importlib
 
 import numpy as np
+import pytest
 
-from tools.bench import serving
+from tools.bench import predict_overhead, serving
 from tests.weights import weights_testlib as lib
 
 
@@ -13,10 +14,12 @@ def _in_process(module, func, kwargs):
     return getattr(importlib.import_module(module), func)(**kwargs)
 
 
+@pytest.mark.slow  # ~25 s of CPU: two tiny models built, exported, reloaded and timed
 def test_serving_section_at_a_tiny_size(tmp_path):
     settings = dict(latency_calls=(2, 1), batch_size=4, batches=2, runs=1)
     results = serving.measure(settings=settings, workdir=str(tmp_path), preset=lib.fixture_dir("gelu"),
-                              sequence_lengths={"classifier": 16, "span_extractor": 32}, call=_in_process)
+                              sequence_lengths={"classifier": 16, "span_extractor": 32}, call=_in_process,
+                              breakdown_calls=1)
     assert sorted(results) == ["classifier", "span_extractor"]
     for task, entry in results.items():
         assert "error" not in entry["prepared"], entry["prepared"]
@@ -38,6 +41,14 @@ def test_serving_section_at_a_tiny_size(tmp_path):
     served = results["classifier"]["served"]
     assert f"| {served['latency']['median_ms']:.1f} |" in rows[0] and "SavedModel" in rows[0]
     assert "`task.predict`" in rows[1]
+    # Where task.predict's time goes: its pieces, each no longer than the whole call.
+    breakdown = results["classifier"]["breakdown"]
+    assert breakdown["iterators_per_predict"] >= 1
+    pieces = ("build_pipeline_ms", "count_truncated_ms", "iterator_ms", "keras_predict_on_pipeline_ms", "model_ms")
+    assert all(0 < breakdown[k] for k in pieces)
+    assert breakdown["model_ms"] < breakdown["keras_predict_on_pipeline_ms"]
+    assert f"the call {breakdown['predict_ms']:.0f};" in predict_overhead.breakdown_note(breakdown)
+    assert "not measured (boom)" in predict_overhead.breakdown_note({"error": "boom"})
 
 
 def test_real_rows_are_real_text():

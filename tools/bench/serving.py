@@ -30,6 +30,7 @@ import tempfile
 import time
 
 from tools.bench._subprocess import run_config, summarize, time_runs
+from tools.bench.predict_overhead import breakdown_note
 
 MODULE = "tools.bench.serving"
 TASKS = ("classifier", "span_extractor")
@@ -180,10 +181,12 @@ def measure_predict(task, preset, rows, latency_calls, batch_size, batches, runs
     return result
 
 
-def measure(tasks=TASKS, settings=None, workdir=None, preset=None, sequence_lengths=None, call=run_config):
+def measure(tasks=TASKS, settings=None, workdir=None, preset=None, sequence_lengths=None, call=run_config,
+            breakdown_calls=7):
     """Prepares and measures every task; returns `{task: {"prepared", "served", "predict"}}`.
 
-    `call(module, function, kwargs)` runs a worker (default: in its own process).
+    `call(module, function, kwargs)` runs a worker (default: in its own process);
+    `breakdown_calls`: calls per piece of the classifier's `task.predict` breakdown (0: none).
     """
     settings = dict(settings or FULL)
     served_calls, predict_calls = settings.pop("latency_calls")
@@ -203,6 +206,9 @@ def measure(tasks=TASKS, settings=None, workdir=None, preset=None, sequence_leng
         entry["predict"] = call(MODULE, "measure_predict", dict(task=task, preset=prepared["preset"],
                                                                 rows=prepared["rows"], latency_calls=predict_calls,
                                                                 **settings))
+        if task == "classifier" and breakdown_calls:
+            entry["breakdown"] = call("tools.bench.predict_overhead", "predict_breakdown",
+                                      dict(preset=prepared["preset"], rows=prepared["rows"], calls=breakdown_calls))
         print(f"  serving {task}: " + json.dumps({k: v for k, v in entry.items() if k != "prepared"})[:600],
               flush=True)
     return results
@@ -250,6 +256,7 @@ def run(args):
     load_after = os.getloadavg()
     rows, agreement = table(results)
     cpu = _cpu()
+    notes = breakdown_note(results.get("classifier", {}).get("breakdown"))
     served_calls, predict_calls = settings["latency_calls"]
     return "\n".join([
         "## Serving: exported SavedModel vs `task.predict` (all-MiniLM-L6-v2, real text)",
@@ -269,6 +276,8 @@ def run(args):
         f"Method: {__doc__.split('Measured, ')[1].strip()} Latency calls: {served_calls} served, "
         f"{predict_calls} predict; throughput: {settings['batches']} batches of {settings['batch_size']}, "
         f"{settings['runs']} timed runs after one warm-up.",
+        "",
+        notes,
     ])
 
 
