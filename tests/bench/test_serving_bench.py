@@ -16,7 +16,7 @@ def _in_process(module, func, kwargs):
 
 @pytest.mark.slow  # ~25 s of CPU: two tiny models built, exported, reloaded and timed
 def test_serving_section_at_a_tiny_size(tmp_path):
-    settings = dict(latency_calls=(2, 1), batch_size=4, batches=2, runs=1)
+    settings = dict(latency_calls=(4, 2), batch_size=4, batches=2, runs=2)  # two rounds, interleaved
     results = serving.measure(settings=settings, workdir=str(tmp_path), preset=lib.fixture_dir("gelu"),
                               sequence_lengths={"classifier": 16, "span_extractor": 32}, call=_in_process,
                               breakdown_calls=1)
@@ -24,11 +24,11 @@ def test_serving_section_at_a_tiny_size(tmp_path):
     for task, entry in results.items():
         assert "error" not in entry["prepared"], entry["prepared"]
         assert entry["prepared"]["sequence_length"] == {"classifier": 16, "span_extractor": 32}[task]
-        for side, calls in (("served", 2), ("predict", 1)):
+        for side, calls in (("served", 4), ("predict", 2)):
             result = entry[side]
             assert result["latency"]["calls"] == calls
             assert 0 < result["latency"]["median_ms"] <= result["latency"]["p99_ms"]
-            assert result["throughput"]["rate"] > 0 and len(result["throughput"]["times"]) == 1
+            assert result["throughput"]["rate"] > 0 and len(result["throughput"]["times"]) == 2  # one a round
             assert len(result["answers"]) == 8
         # Same weights on both sides: the same answer and score for every row.
         assert entry["served"]["answers"] == entry["predict"]["answers"]
@@ -57,3 +57,13 @@ def test_real_rows_are_real_text():
     qa = serving.real_rows("span_extractor", 4)
     assert all(len(r["context"].split()) >= 60 and len(r["question"].split()) == 10 for r in qa)
     assert qa[0]["context"] != qa[1]["context"] and qa[0]["question"].endswith("?")
+
+
+def test_merge_rounds_pools_calls_and_keeps_errors():
+    parts = [{"latency_s": [0.1, 0.3], "throughput_s": [2.0], "answers": ["a"], "scores": [0.5]},
+             {"latency_s": [0.2], "throughput_s": [1.0], "answers": ["b"], "scores": [0.25]}]
+    merged = serving.merge_rounds(parts, rows_per_run=8)
+    assert merged["latency"] == {"calls": 3, "median_ms": 200.0, "p99_ms": 300.0}
+    assert merged["throughput"]["rates"] == [4.0, 8.0] and merged["throughput"]["rate"] == 6.0
+    assert merged["answers"] == ["b"] and merged["scores"] == [0.25]
+    assert serving.merge_rounds(parts + [{"error": "exit 1: boom"}], 8) == {"error": "exit 1: boom"}

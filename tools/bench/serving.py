@@ -12,9 +12,11 @@ paragraph length) as contexts, each with a question made of 10 consecutive words
 another article plus "?" (real text at SQuAD's question length, not real questions:
 speed depends on lengths only).
 
-Measured, each configuration in its own process (`_subprocess.run_config`): batch-1
-latency (one row per call, distinct rows, median and p99 over all calls after warm-up)
-and batch-32 throughput (rows/s, median of timed runs). Served: `serving_default` of the
+Measured, in rounds (`runs` of them) that alternate the two sides, each round of each side
+in a process of its own (`_subprocess.run_config`), so that both see the shared host's
+drifting load: batch-1 latency (one row per call, distinct rows, median and p99 over the
+calls of all rounds, warm-up calls excluded) and batch-32 throughput (rows/s, median over
+the rounds' timed passes, each after a warm-up pass). Served: `serving_default` of the
 SavedModel loaded with only tensorflow and tensorflow_text imported, one call per batch.
 predict: `task.predict(rows, batch_size=...)`, one call per batch for the latency, one call
 over all the throughput rows for the throughput (its best case: the per-call cost shared).
@@ -108,25 +110,40 @@ def prepare(task, workdir, rows, preset=None, sequence_length=None):
             "mean_tokens": float(pieces.mean()) + (3 if task == "span_extractor" else 2)}
 
 
-def _latency(call, rows, calls, warmup=2):
+def _latency(call, rows, calls, first=0, warmup=2):
+    """Seconds of each of `calls` one-row calls on rows `first`, `first + 1`, ... (after warm-up)."""
     for row in rows[:warmup]:
         call([row])
     times = []
-    for i in range(calls):
+    for i in range(first, first + calls):
         start = time.perf_counter()
         call([rows[i % len(rows)]])
         times.append(time.perf_counter() - start)
-    ordered = sorted(times)
-    return {"calls": calls, "median_ms": 1e3 * statistics.median(times),
-            "p99_ms": 1e3 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]}
+    return times
+
+
+def merge_rounds(parts, rows_per_run):
+    """One side's rounds -> `latency` (calls, median and p99 ms), `throughput` (`summarize` of every
+    timed run), the last round's answers; the first failed round's error if any failed."""
+    failed = [p for p in parts if "error" in p]
+    if failed:
+        return failed[0]
+    times = sorted(t for p in parts for t in p["latency_s"])
+    p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
+    return {"latency": {"calls": len(times), "median_ms": 1e3 * statistics.median(times), "p99_ms": 1e3 * p99},
+            "throughput": summarize([t for p in parts for t in p["throughput_s"]], items_per_call=rows_per_run),
+            "answers": parts[-1]["answers"], "scores": parts[-1]["scores"]}
 
 
 def _columns(rows):
     return {name: [r[name] for r in rows] for name in rows[0]}
 
 
-def measure_served(task, saved_model, rows, latency_calls, batch_size, batches, runs):
-    """Worker: `serving_default` of the SavedModel, with only tensorflow and tensorflow_text imported."""
+def measure_served(task, saved_model, rows, latency_calls, batch_size, batches, runs, first=0):
+    """Worker: `serving_default` of the SavedModel, with only tensorflow and tensorflow_text imported.
+
+    Returns `latency_s` (one-row calls from row `first`), `throughput_s` (`runs` timed passes
+    over `batches` batches of `batch_size`), and the last pass's `answers` and `scores`."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the tokenizer's ops)
 
@@ -136,11 +153,11 @@ def measure_served(task, saved_model, rows, latency_calls, batch_size, batches, 
     def call(batch):
         return {k: v.numpy() for k, v in serve(**{k: tf.constant(v) for k, v in _columns(batch).items()}).items()}
 
-    result = {"latency": _latency(call, rows, latency_calls)}
+    result = {"latency_s": _latency(call, rows, latency_calls, first)}
     chunks = [rows[i * batch_size : (i + 1) * batch_size] for i in range(batches)]
     answers = []
     times = time_runs(lambda: answers.append([call(c) for c in chunks]), warmup=1, runs=runs)
-    result["throughput"] = summarize(times, items_per_call=batch_size * batches)
+    result["throughput_s"] = times
     last = answers[-1]
     key, score = ("label", "probabilities") if task == "classifier" else ("answer_text", "score")
     result["answers"] = [a.decode("utf-8", "replace") for chunk in last for a in chunk[key].tolist()]
@@ -149,8 +166,9 @@ def measure_served(task, saved_model, rows, latency_calls, batch_size, batches, 
     return result
 
 
-def measure_predict(task, preset, rows, latency_calls, batch_size, batches, runs):
-    """Worker: `task.predict` of the task reloaded from the preset the export was made from."""
+def measure_predict(task, preset, rows, latency_calls, batch_size, batches, runs, first=0):
+    """Worker: `task.predict` of the task reloaded from the preset the export was made from (returns
+    as `measure_served`; the throughput pass is one call over all its rows)."""
     import numpy as np
 
     from keras_bert_zoo.models.bert_classifier import BertClassifier
@@ -166,11 +184,11 @@ def measure_predict(task, preset, rows, latency_calls, batch_size, batches, runs
     def call(batch):
         return model.predict(x_of(batch), batch_size=batch_size, verbose=0)
 
-    result = {"latency": _latency(call, rows, latency_calls)}
+    result = {"latency_s": _latency(call, rows, latency_calls, first)}
     everything = rows[: batch_size * batches]
     answers = []
     times = time_runs(lambda: answers.append(call(everything)), warmup=1, runs=runs)
-    result["throughput"] = summarize(times, items_per_call=len(everything))
+    result["throughput_s"] = times
     if task == "classifier":
         answer = {k: np.asarray(v) for k, v in model.postprocess(answers[-1]).items()}
         result["answers"] = [model.labels[i] for i in answer["class_ids"].tolist()]
@@ -200,12 +218,20 @@ def measure(tasks=TASKS, settings=None, workdir=None, preset=None, sequence_leng
         entry = results[task] = {"prepared": prepared}
         if "error" in prepared:
             continue
-        entry["served"] = call(MODULE, "measure_served", dict(task=task, saved_model=prepared["saved_model"],
-                                                              rows=prepared["rows"], latency_calls=served_calls,
-                                                              **settings))
-        entry["predict"] = call(MODULE, "measure_predict", dict(task=task, preset=prepared["preset"],
-                                                                rows=prepared["rows"], latency_calls=predict_calls,
-                                                                **settings))
+        # Rounds of both sides, interleaved (the first side alternates), each round a process of its
+        # own: a shared host's load drifts over minutes, and both sides see the same drift.
+        rounds = settings["runs"]
+        parts = {"served": [], "predict": []}
+        for r in range(rounds):
+            for side in (("served", "predict") if r % 2 == 0 else ("predict", "served")):
+                calls = (served_calls if side == "served" else predict_calls) // rounds
+                where = dict(saved_model=prepared["saved_model"]) if side == "served" else dict(
+                    preset=prepared["preset"])
+                parts[side].append(call(MODULE, f"measure_{side}", dict(
+                    task=task, rows=prepared["rows"], latency_calls=max(calls, 1), first=r * calls,
+                    batch_size=settings["batch_size"], batches=settings["batches"], runs=1, **where)))
+        for side, side_parts in parts.items():
+            entry[side] = merge_rounds(side_parts, settings["batch_size"] * settings["batches"])
         if task == "classifier" and breakdown_calls:
             entry["breakdown"] = call("tools.bench.predict_overhead", "predict_breakdown",
                                       dict(preset=prepared["preset"], rows=prepared["rows"], calls=breakdown_calls))
@@ -274,8 +300,8 @@ def run(args):
         "other jobs. fp32.",
         "",
         f"Method: {__doc__.split('Measured, ')[1].strip()} Latency calls: {served_calls} served, "
-        f"{predict_calls} predict; throughput: {settings['batches']} batches of {settings['batch_size']}, "
-        f"{settings['runs']} timed runs after one warm-up.",
+        f"{predict_calls} predict; throughput: {settings['batches']} batches of {settings['batch_size']}; "
+        f"{settings['runs']} rounds.",
         "",
         notes,
     ])
