@@ -206,10 +206,12 @@ def measure(tasks=TASKS, settings=None, workdir=None, preset=None, sequence_leng
     `call(module, function, kwargs)` runs a worker (default: in its own process);
     `breakdown_calls`: calls per piece of the classifier's `task.predict` breakdown (0: none).
     """
+    if workdir is None:  # the exports and presets are removed afterwards
+        with tempfile.TemporaryDirectory(prefix="kbz_bench_serving_") as scratch:
+            return measure(tasks, settings, scratch, preset, sequence_lengths, call, breakdown_calls)
     settings = dict(settings or FULL)
     served_calls, predict_calls = settings.pop("latency_calls")
     results = {}
-    workdir = workdir or tempfile.mkdtemp(prefix="kbz_bench_serving_")
     for task in tasks:
         length = (sequence_lengths or {}).get(task)
         rows = max(settings["batch_size"] * settings["batches"], served_calls)
