@@ -83,7 +83,8 @@ def serving_functions(task, spec, signatures):
 
     def answer(packed, raw):
         ids = {key: packed[key] for key in model_keys}
-        return spec.outputs(task(ids, training=False), raw, packed)
+        run_model = getattr(spec, "run_model", None)  # a spec that needs more than the task's outputs
+        return spec.outputs(run_model(ids) if run_model else task(ids, training=False), raw, packed)
 
     def from_text(raw):
         packed = spec.preprocess(preprocessor, raw)

@@ -22,14 +22,16 @@ DEFAULT_BATCH_SIZE = 32
 
 
 def _task_class(name):
-    from keras_bert_zoo.models import bert_classifier
-
-    from keras_bert_zoo.models import bert_multiple_choice, bert_span_extractor
+    from keras_bert_zoo.models import (bert_classifier, bert_feature_extractor, bert_multiple_choice,
+                                       bert_pretrainer, bert_span_extractor, bert_token_classifier)
 
     classes = {
         "BertClassifier": bert_classifier.BertClassifier,
         "BertMultipleChoice": bert_multiple_choice.BertMultipleChoice,
         "BertSpanExtractor": bert_span_extractor.BertSpanExtractor,
+        "BertTokenClassifier": bert_token_classifier.BertTokenClassifier,
+        "BertFeatureExtractor": bert_feature_extractor.BertFeatureExtractor,
+        "BertPretrainer": bert_pretrainer.BertPretrainer,
     }
     if name not in classes:
         raise ValueError(f"The preset holds a {name!r} task; exportable here: {sorted(classes)}.")

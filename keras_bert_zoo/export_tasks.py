@@ -3,7 +3,7 @@
 A spec has `text_specs()` / `ids_specs()` (ordered `{name: tf.TensorSpec}`),
 `preprocess(preprocessor, raw)` (raw strings by name -> packed ids),
 `outputs(model_outputs, raw, packed)` (the task's answers, dense; `raw` is None on
-the `ids` signature), and for the `examples` signature `example_features()`,
+the `ids` signature; `model_outputs` is `task(ids)`, or a spec's own `run_model(ids)`), and for the `examples` signature `example_features()`,
 `examples_method()` and `example_outputs(outputs)`. Answers come from the task's own
 `postprocess`, renamed to one name per row (`label`, not `labels`).
 """
@@ -185,7 +185,7 @@ class TextExamples:
 
 
 class TokenClassifierSpec(TextExamples):
-    """`BertTokenClassifier` (and `BertFeatureExtractor`): `text` -> the entities, padded:
+    """`BertTokenClassifier`: `text` -> the entities, padded:
     `entity_text`, `entity_type`, `start_char`, `end_char` (batch, max entities) and
     `num_entities`, as `predict_entities`. Invalid UTF-8 bytes are dropped first, so the
     offsets index the text as a client decodes it. `ids` gives per-piece `label_id` and
@@ -238,7 +238,14 @@ def _fill_mask_spec(task, text_inputs=None):
     return FillMaskSpec(task, text_inputs)
 
 
+def _feature_extractor_spec(task, text_inputs=None):
+    from keras_bert_zoo.export_features import FeatureExtractorSpec  # imports this module's helpers
+
+    return FeatureExtractorSpec(task, text_inputs)
+
+
 _SPECS["BertPretrainer"] = _fill_mask_spec
+_SPECS["BertFeatureExtractor"] = _feature_extractor_spec
 
 
 def serving_spec(task, text_inputs=None):

@@ -72,3 +72,32 @@ def test_bad_lines_and_instances_are_named(tmp_path):
         predict_tool.main(["--model", str(tmp_path), "--input", str(source), "--output", "-", "--batch-size", "0"])
     with pytest.raises(SystemExit, match="does not exist"):
         export_tool.main(["--model", str(tmp_path / "nothing"), "--output", str(tmp_path / "x")])
+
+
+def test_feature_extractor_preset_serves_as_the_task():
+    """A tagger's preset (here a feature extractor's, with its BiLSTM) loads for tools/export.py and
+    tools/predict.py and answers as the task it was saved from."""
+    import tempfile
+
+    import tensorflow as tf
+
+    from keras_bert_zoo import export_client
+    from keras_bert_zoo.export import serving_functions
+    from keras_bert_zoo.export_tasks import serving_spec
+    from tests.models.test_bert_feature_extractor import _extractor
+
+    task = _extractor()
+    dense = task.output_dense
+    dense.kernel.assign(np.random.default_rng(1).normal(size=dense.kernel.shape).astype("float32") * 5)
+    texts = tf.constant(["bob visited paris .", "u.s. bob germans paris the cafe eu ann"])
+    expected = serving_functions(task, serving_spec(task), ("text",))["serving_default"][0](text=texts)
+    with tempfile.TemporaryDirectory() as preset:
+        task.save_to_preset(preset)
+        function = export_client.serving_function(preset)
+    assert export_client.input_names(function) == ["text"]
+    served = function(text=texts)
+    assert sorted(served) == sorted(expected)
+    assert sum(served["num_entities"].numpy()) > 0
+    for key in ("entity_text", "entity_type", "start_char", "num_entities", "num_tokens"):
+        assert served[key].numpy().tolist() == expected[key].numpy().tolist(), key
+    np.testing.assert_allclose(served["pooled_output"].numpy(), expected["pooled_output"].numpy(), atol=1e-6)
