@@ -269,3 +269,33 @@ def conll_inputs(data, labels=None, document_context=False, context_words=256):
     for i, row in enumerate(ids):
         y[i, : len(row)] = row
     return x, y
+
+
+def wnut16_splits(train_sentences=2000):
+    """WNUT-2016 (`wnut16_path`) as `(train, dev)`: the first `train_sentences` tweets and the rest."""
+    data = read_conll(wnut16_path(), scheme="BIO")
+    if not 0 < train_sentences < len(data.words):
+        raise ValueError(f"`train_sentences` must be in [1, {len(data.words) - 1}]. "
+                         f"Received: train_sentences={train_sentences!r}.")
+
+    def part(rows):
+        return ConllData(data.words[rows], data.tags[rows], data.document_ids[rows], data.scheme, 0)
+
+    return part(slice(None, train_sentences)), part(slice(train_sentences, None))
+
+
+def write_conll(path, data):
+    """Writes `ConllData` as a CoNLL file `read_conll` reads back: `word tag` lines, a blank line
+    between sentences, a `-DOCSTART- O` line where a document starts (none before document 0,
+    as `read_conll` numbers them). Written atomically."""
+    from keras_bert_zoo.utils.files import atomic_write_text
+
+    lines, document = [], None
+    for words, tags, doc in zip(data.words, data.tags, data.document_ids):
+        if any(not w or w != "".join(w.split()) for w in words):
+            raise ValueError(f"A word holds whitespace or is empty, which CoNLL columns cannot hold: {words!r}.")
+        if doc != document and (document is not None or doc != 0):
+            lines.append("-DOCSTART- O\n")
+        document = doc
+        lines.append("".join(f"{w} {t}\n" for w, t in zip(words, tags)))
+    atomic_write_text(path, "\n".join(lines))
