@@ -155,8 +155,7 @@ def chart(results, path):
 
     from keras_bert_zoo.utils import files
 
-    rows = ([("fine_tuning", results["fine_tuning"])] if results["fine_tuning"] else []) + list(
-        results["features"].items())
+    rows = ([("fine_tuning", results["fine_tuning"])] if results["fine_tuning"] else []) + _feature_rows(results)
     names = [name.replace("_", " ") for name, _ in rows]
     positions = range(len(rows))
     figure, axes = plt.subplots(figsize=(1.3 * len(rows) + 2, 4))
@@ -178,11 +177,16 @@ def chart(results, path):
     return path
 
 
+def _feature_rows(results):
+    """The feature rows in the paper's order (a results.json keeps its keys sorted)."""
+    return sorted(results["features"].items(), key=lambda item: FEATURE_CHOICES.index(item[0]))
+
+
 def table(results):
     """The results as Table 7 (Markdown): dev F1 per approach, with the paper's for reference."""
     lines = ["| System | dev F1 | paper (CoNLL-2003, BERT-Base) |", "|---|---|---|"]
     rows = [("fine_tuning", results["fine_tuning"])] if results["fine_tuning"] else []
-    for name, row in rows + list(results["features"].items()):
+    for name, row in rows + _feature_rows(results):
         lines.append(f"| {name.replace('_', ' ')} | {100 * row['f1']:.1f} | {PAPER_DEV_F1[name]} |")
     return "\n".join(lines) + "\n"
 
