@@ -64,6 +64,7 @@ def build_parser():
     p.add_argument("--max-answer-length", type=int, help="SQuAD: longest answer in tokens; default 30")
     p.add_argument("--feature-based", choices=FEATURE_CHOICES,
                    help="conll2003: a BiLSTM tagger on these frozen BERT features (paper §5.3) instead of fine-tuning")
+    p.add_argument("--lstm-units", type=int, help="--feature-based: BiLSTM units per direction; default 768")
     p.add_argument("--seed", type=int, help="default 12345")
     p.add_argument("--max-train-examples", type=int, help="use only the first N training rows")
     p.add_argument("--strategy", choices=["auto", "cpu", "mirrored", "multi_worker", "tpu"])

@@ -27,8 +27,9 @@ _SPLIT_ALIASES = {"train": "train", "dev": "dev", "valid": "dev", "validation": 
 class ConllData(NamedTuple):
     """One CoNLL file: `words[i]`/`tags[i]` (IOB2) of sentence i, `document_ids[i]` its document.
 
-    `scheme` is the file's scheme ("iob1", "iob2", "iobes") and `repaired` the number of
-    tags changed because the scheme forbade them (only with `repair=True`).
+    `scheme` is the file's scheme ("iob1", "iob2", "iobes"), `repaired` the number of
+    tags changed because the scheme forbade them (only with `repair=True`) and `skipped`
+    the number of token lines dropped for a wrong column count (only with `repair=True`).
     """
 
     words: list
@@ -36,10 +37,15 @@ class ConllData(NamedTuple):
     document_ids: list
     scheme: str
     repaired: int
+    skipped: int = 0
 
 
-def _sentences(path, encoding):
-    """Yields (document, [(line_number, columns), ...]) per sentence; checks column counts."""
+def _sentences(path, encoding, skipped=None):
+    """Yields (document, [(line_number, columns), ...]) per sentence; checks column counts.
+
+    With a `skipped` list, a line with the wrong column count is dropped and its number
+    appended there instead of raising.
+    """
     document, rows, width = 0, [], None
     with open(path, encoding=encoding) as f:
         for number, line in enumerate(f, start=1):
@@ -63,6 +69,9 @@ def _sentences(path, encoding):
                         f"columns). Received {line.rstrip()!r}."
                     )
             if len(columns) != width:
+                if skipped is not None:
+                    skipped.append(number)
+                    continue
                 raise ValueError(
                     f"{path}:{number}: expected {width} columns like the file's first token line, "
                     f"found {len(columns)}: {line.rstrip()!r}. Fix the line (a token with a space in "
@@ -83,7 +92,9 @@ def read_conll(path, scheme="auto", repair=False, encoding="utf-8"):
             against. Defaults to "auto".
         repair: bool. With an explicit `scheme`, a tag it forbids (an I- after O in IOB2)
             raises a ValueError naming file and line; True reads such tags as conlleval
-            does (the I- opens a chunk) and counts them in `repaired`. Defaults to False.
+            does (the I- opens a chunk) and counts them in `repaired`. True also drops
+            token lines whose column count differs from the file's first (counted in
+            `skipped`), which otherwise raise. Defaults to False.
         encoding: str. Defaults to "utf-8" (the German files are latin-1).
 
     Returns:
@@ -96,7 +107,8 @@ def read_conll(path, scheme="auto", repair=False, encoding="utf-8"):
     """
     if not os.path.isfile(path):
         raise ValueError(f"`path` must be a CoNLL file. Received: path={path!r} (not a file).")
-    sentences = list(_sentences(path, encoding))
+    skipped = [] if repair else None
+    sentences = list(_sentences(path, encoding, skipped))
     for _, rows in sentences:
         for number, columns in rows:
             try:
@@ -124,6 +136,7 @@ def read_conll(path, scheme="auto", repair=False, encoding="utf-8"):
         document_ids=[document for document, _ in sentences],
         scheme=scheme,
         repaired=repaired,
+        skipped=len(skipped or []),
     )
 
 
@@ -256,3 +269,33 @@ def conll_inputs(data, labels=None, document_context=False, context_words=256):
     for i, row in enumerate(ids):
         y[i, : len(row)] = row
     return x, y
+
+
+def wnut16_splits(train_sentences=2000):
+    """WNUT-2016 (`wnut16_path`) as `(train, dev)`: the first `train_sentences` tweets and the rest."""
+    data = read_conll(wnut16_path(), scheme="BIO")
+    if not 0 < train_sentences < len(data.words):
+        raise ValueError(f"`train_sentences` must be in [1, {len(data.words) - 1}]. "
+                         f"Received: train_sentences={train_sentences!r}.")
+
+    def part(rows):
+        return ConllData(data.words[rows], data.tags[rows], data.document_ids[rows], data.scheme, 0)
+
+    return part(slice(None, train_sentences)), part(slice(train_sentences, None))
+
+
+def write_conll(path, data):
+    """Writes `ConllData` as a CoNLL file `read_conll` reads back: `word tag` lines, a blank line
+    between sentences, a `-DOCSTART- O` line where a document starts (none before document 0,
+    as `read_conll` numbers them). Written atomically."""
+    from keras_bert_zoo.utils.files import atomic_write_text
+
+    lines, document = [], None
+    for words, tags, doc in zip(data.words, data.tags, data.document_ids):
+        if any(not w or w != "".join(w.split()) for w in words):
+            raise ValueError(f"A word holds whitespace or is empty, which CoNLL columns cannot hold: {words!r}.")
+        if doc != document and (document is not None or doc != 0):
+            lines.append("-DOCSTART- O\n")
+        document = doc
+        lines.append("".join(f"{w} {t}\n" for w, t in zip(words, tags)))
+    atomic_write_text(path, "\n".join(lines))

@@ -152,8 +152,20 @@ class BertTokenClassifier(Task):
         config.update({"num_classes": self.num_classes, "labels": self.labels, "dropout": self.dropout})
         return config
 
+    def save_to_preset(self, directory):
+        """`Task.save_to_preset`, with the preprocessor's `window_stride` kept too."""
+        from keras_bert_zoo.weights import loading
+
+        extra = {"task": {"class_name": type(self).__name__, "config": self.task_config()}}
+        if self.preprocessor is not None:
+            extra["preprocessor"] = {"sequence_length": self.preprocessor.sequence_length,
+                                     "window_stride": self.preprocessor.window_stride}
+            extra["lowercase"] = bool(self.preprocessor.tokenizer.lowercase)
+        return loading.save_to_preset(self, directory, extra=extra)
+
     @classmethod
-    def from_preset(cls, preset, num_classes=None, labels=None, sequence_length=None, load_weights=True, **kwargs):
+    def from_preset(cls, preset, num_classes=None, labels=None, sequence_length=None, load_weights=True,
+                    window_stride=None, **kwargs):
         """Builds a token classifier from a preset (see `Task.from_preset`).
 
         Args:
@@ -163,11 +175,22 @@ class BertTokenClassifier(Task):
             labels: list of str or None. Tag names (None: the saved task's).
             sequence_length: int or None. Defaults to the saved task's, else 128.
             load_weights: bool. Defaults to True.
+            window_stride: int or None. Pieces between a long sentence's windows;
+                None is the saved task's, else half a window.
             **kwargs: `dropout` (head and backbone) or backbone config overrides.
         """
+        from keras_bert_zoo.weights import loading
+
         if num_classes is None and labels is not None:
             num_classes = len(labels)
-        return super().from_preset(
+        model = super().from_preset(
             preset, load_weights=load_weights, sequence_length=sequence_length,
             num_classes=num_classes, labels=labels, **kwargs,
         )
+        if window_stride is None:
+            window_stride = (loading.read_task_config(preset).get("preprocessor") or {}).get("window_stride")
+        if window_stride is not None:
+            preprocessor = model.preprocessor  # rebuilt: the constructor checks the value
+            model.preprocessor = type(preprocessor)(preprocessor.tokenizer, preprocessor.sequence_length,
+                                                    window_stride=window_stride)
+        return model

@@ -75,6 +75,7 @@ class FinetuningConfig:
     max_answer_length: int = None  # longest answer in tokens when decoding (run_squad.py: 30)
     # CoNLL only: train a BiLSTM tagger on frozen BERT features (paper §5.3) instead of fine-tuning.
     feature_based: str = None  # one of FEATURE_CHOICES, or None to fine-tune
+    lstm_units: int = None  # feature-based only: BiLSTM units per direction (None: 768, the paper's)
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -111,6 +112,11 @@ class FinetuningConfig:
             if self.feature_based not in FEATURE_CHOICES:
                 raise ValueError(f"{flag('feature_based')}: unknown feature choice. Received: "
                                  f"feature_based={self.feature_based!r}. Use one of {FEATURE_CHOICES}.")
+        if self.lstm_units is not None:
+            if self.feature_based is None:
+                raise ValueError(f"{flag('lstm_units')} sizes the feature-based tagger; give --feature-based too. "
+                                 f"Received: lstm_units={self.lstm_units!r}.")
+            self._check_int("lstm_units", minimum=1)
         if self.dev_mismatched_file is not None and self.task != "mnli":
             raise ValueError(f"{flag('dev_mismatched_file')} is MNLI's. Received it with task={self.task!r}.")
         for name in ("train_file", "dev_file", "test_file", "dev_mismatched_file"):

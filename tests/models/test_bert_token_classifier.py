@@ -98,3 +98,16 @@ def test_arguments_are_checked():
         BertTokenClassifier(backbone, 2, labels=["O"])
     with pytest.raises(ValueError, match="predict_tags needs `labels`"):
         BertTokenClassifier(backbone, 2).predict_tags(["a"])
+
+
+def test_preset_keeps_the_window_stride_and_predicts_the_same(tmp_path):
+    tagger = _tagger()  # windows of 8 pieces every 3: the third sentence needs three
+    directory = tagger.save_to_preset(str(tmp_path / "preset"))
+    reloaded = BertTokenClassifier.from_preset(directory)
+    assert reloaded.preprocessor.window_stride == 3 and reloaded.preprocessor.sequence_length == 8
+    assert reloaded.labels == LABELS
+    np.testing.assert_allclose(reloaded.predict(X, verbose=0), tagger.predict(X, verbose=0), atol=1e-5)
+    assert reloaded.predict_tags(X) == tagger.predict_tags(X)
+    assert BertTokenClassifier.from_preset(directory, window_stride=2).preprocessor.window_stride == 2
+    with pytest.raises(ValueError, match="window_stride=0"):
+        BertTokenClassifier.from_preset(directory, window_stride=0)

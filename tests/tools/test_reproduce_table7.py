@@ -50,3 +50,35 @@ def test_run_writes_results_and_table(tmp_path):
     table = open(os.path.join(out, "table7.md")).read().splitlines()
     assert table[2].startswith("| fine tuning |") and table[2].endswith("| 96.4 |")
     assert table[3].startswith("| last |") and len(table) == 5
+    with open(os.path.join(out, "table7.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _finetune_results(tmp_path, train_examples=3):
+    """The fields of a `tools/finetune.py --task conll2003` results.json the table reads."""
+    run = {"mode": "fine_tuning", "train_examples": train_examples, "dev_sentences": 2, "epochs": 3,
+           "dev": {"precision": 0.5, "recall": 0.25, "f1": 1 / 3}, "dev_per_type": {},
+           "train_seconds": 10.0, "train_tokens_per_second": 100.0, "predict_tokens_per_second": 300.0}
+    path = tmp_path / f"finetune_{train_examples}.json"
+    path.write_text(json.dumps(run), encoding="utf-8")
+    return str(path)
+
+
+def test_tables_from_an_earlier_run_add_the_fine_tuning_row(tmp_path):
+    earlier = {"preset": "some/model", "train_sentences": 3, "dev_sentences": 2, "labels": ["O", "B-X", "I-X"],
+               "fine_tuning": None, "features": {"last": {"precision": 0.2, "recall": 0.2, "f1": 0.2}}}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(earlier), encoding="utf-8")
+    out = str(tmp_path / "again")
+    results = reproduce_table7.main(["--tables-from", str(path), "--output-dir", out,
+                                     "--fine-tuning-results", _finetune_results(tmp_path)])
+    assert results["fine_tuning"]["f1"] == pytest.approx(1 / 3) and results["features"] == earlier["features"]
+    assert json.load(open(os.path.join(out, "results.json"))) == results
+    table = open(os.path.join(out, "table7.md")).read().splitlines()
+    assert table[2:] == ["| fine tuning | 33.3 | 96.4 |", "| last | 20.0 | 94.9 |"]
+    assert open(os.path.join(out, "table7.png"), "rb").read(4) == b"\x89PNG"
+    with pytest.raises(SystemExit, match="not a conll2003 fine-tuning run on these 3 training"):
+        reproduce_table7.main(["--tables-from", str(path), "--output-dir", out,
+                               "--fine-tuning-results", _finetune_results(tmp_path, 5)])
+    with pytest.raises(SystemExit):
+        reproduce_table7.main(["--output-dir", out])  # no --preset and nothing to redraw
