@@ -1,4 +1,4 @@
-"""Fine-tune a BERT preset on a GLUE task or SWAG; writes results.json, predictions and a preset.
+"""Fine-tune a BERT preset on a GLUE task, SWAG, SQuAD or CoNLL; writes results.json, predictions, a preset.
 
     python tools/finetune.py --task mrpc --train-file glue_data/MRPC/train.tsv \
         --dev-file glue_data/MRPC/dev.tsv --test-file glue_data/MRPC/test.tsv \
@@ -24,7 +24,22 @@ capital symbol, so its casing reads as cased; the flag, checked against the voca
 One epoch reached 0.822 and 0.831 dev accuracy in two runs (majority class 0.556), 14-18
 training examples/s on 2 shared, busy cores: 11-15 minutes.)
 
-Writes D/results.json ({"task", "dev": {"accuracy", "f1", "matthews_corrcoef", "pearson",
+SQuAD v1.1 (`--task squad1`) and v2.0 (`--task squad2`) read the JSON files as distributed
+(or `tfds:<split>` of squad/v1.1, squad/v2.0 prepared offline); contexts longer than a window
+are cut into windows of --sequence-length (default 384) every --doc-stride (128) tokens, the
+question kept to --max-query-length (64) tokens; --max-train-examples counts questions:
+
+    python tools/finetune.py --task squad2 --train-file train-v2.0.json --dev-file dev-v2.0.json \
+        --preset bert_base_en_uncased --output-dir runs/squad2 --epochs 2 --batch-size 32
+
+It writes D/results.json ("dev": {"exact_match", "f1"} for v1.1; {"exact", "f1", "HasAns_f1",
+"NoAns_f1", "best_f1", "best_f1_thresh"} for v2.0, scored after choosing the null-score threshold
+that maximises dev F1, which the saved preset keeps; windows per second in training and
+prediction), D/predictions.json ({question id: answer text}, "" for no answer: the official
+format) and D/preset/ (BertSpanExtractor.from_preset(D/preset) restores the window and decoding
+settings). Measured runs: docs/squad.md.
+
+Otherwise it writes D/results.json ({"task", "dev": {"accuracy", "f1", "matthews_corrcoef", "pearson",
 "spearman" as the task has them}, "train_examples", "seconds", ...}), D/dev_predictions.tsv,
 D/preset/ (reload with BertClassifier.from_preset(D/preset)) and GLUE's submission file
 (e.g. D/MRPC.tsv) when --test-file is given.

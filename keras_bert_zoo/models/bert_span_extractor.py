@@ -159,7 +159,29 @@ class BertSpanExtractor(Task):
         answers["answer_text"] = np.array([t.decode("utf-8") for t in answers["answer_text"]], dtype=object)
         return answers
 
-    def tune_null_threshold(self, dev, batch_size=None):
+    def predict_best_spans(self, x, batch_size=None):
+        """`predict` without the null threshold: every question's best non-null span
+        (what `tune_null_threshold` ranks; `with_null_threshold` applies one after)."""
+        saved = self.null_score_diff_threshold
+        self.null_score_diff_threshold = None
+        try:
+            return self.predict(x, batch_size=batch_size)
+        finally:
+            self.null_score_diff_threshold = saved
+
+    def with_null_threshold(self, answers):
+        """`predict_best_spans` answers -> this task's answers: "" (span -1) where the
+        score difference exceeds `null_score_diff_threshold`, as `SpanDecoder` decides."""
+        if self.null_score_diff_threshold is None:
+            return answers
+        dropped = np.asarray(answers["score_diff"]) > self.null_score_diff_threshold
+        answers = dict(answers)
+        answers["answer_text"] = np.where(dropped, "", answers["answer_text"]).astype(object)
+        for key in ("answer_start", "answer_end"):
+            answers[key] = np.where(dropped, -1, answers[key]).astype("int32")
+        return answers
+
+    def tune_null_threshold(self, dev, batch_size=None, answers=None):
         """Sets `null_score_diff_threshold` to the value that maximises dev F1 (SQuAD v2.0).
 
         As the official v2.0 script's `best_f1_thresh`: every question gets its best
@@ -170,16 +192,13 @@ class BertSpanExtractor(Task):
         Args:
             dev: `keras_bert_zoo.data.squad.SquadData` (questions, contexts, gold answers).
             batch_size: int. Questions per step. Defaults to 32.
+            answers: optional `predict_best_spans(dev.x)` (then nothing is predicted).
 
         Returns:
             dict with `best_f1` (percent) and `best_f1_thresh` (the value set).
         """
-        saved = self.null_score_diff_threshold
-        self.null_score_diff_threshold = None  # the best non-null span for every question
-        try:
-            answers = self.predict(dev.x, batch_size=batch_size)
-        finally:
-            self.null_score_diff_threshold = saved
+        if answers is None:
+            answers = self.predict_best_spans(dev.x, batch_size=batch_size)
         predictions = dict(zip(dev.ids, answers["answer_text"]))
         gold = dev.gold_answers()
         _, f1 = raw_scores(predictions, gold)
@@ -188,15 +207,20 @@ class BertSpanExtractor(Task):
         self.null_score_diff_threshold = float(threshold)
         return {"best_f1": best_f1, "best_f1_thresh": float(threshold)}
 
-    def squad_metrics(self, dev, version="v1.1", batch_size=None):
+    def squad_metrics(self, dev, version="v1.1", batch_size=None, answers=None):
         """The official evaluation of this task's answers on `dev`.
 
         Args:
             dev: `keras_bert_zoo.data.squad.SquadData` with gold answers.
             version: "v1.1" (`exact_match`, `f1`) or "v2.0" (`exact`, `f1`, the
                 `HasAns_`/`NoAns_` splits, and `best_f1`/`best_f1_thresh` etc. with the
-                score differences as the no-answer scores). Defaults to "v1.1".
+                score differences as the no-answer scores). v2.0's `exact`/`f1` are
+                those of the returned predictions: the no-answer cut of the official
+                script is this task's `null_score_diff_threshold` (no cut when None),
+                not its fixed 1.0, which suits probabilities, not logit differences.
+                Defaults to "v1.1".
             batch_size: int. Questions per step. Defaults to 32.
+            answers: optional `predict_best_spans(dev.x)` (then nothing is predicted).
 
         Returns:
             `(metrics, predictions)`: the metrics dict and `{question id: answer text}`,
@@ -204,12 +228,16 @@ class BertSpanExtractor(Task):
         """
         if version not in ("v1.1", "v2.0"):
             raise ValueError(f"`version` must be 'v1.1' or 'v2.0'. Received: version={version!r}.")
-        answers = self.predict(dev.x, batch_size=batch_size)
+        if answers is None:
+            answers = self.predict(dev.x, batch_size=batch_size)
+        else:
+            answers = self.with_null_threshold(answers)
         predictions = {qid: str(text) for qid, text in zip(dev.ids, answers["answer_text"])}
         if version == "v1.1":
             return squad_v1_metrics(predictions, dev.gold_answers()), predictions
         na_probs = {qid: float(v) for qid, v in zip(dev.ids, answers["score_diff"])}
-        return squad_v2_metrics(predictions, dev.gold_answers(), na_probs), predictions
+        cut = float("inf") if self.null_score_diff_threshold is None else self.null_score_diff_threshold
+        return squad_v2_metrics(predictions, dev.gold_answers(), na_probs, na_prob_thresh=cut), predictions
 
     def get_config(self):
         config = super().get_config()
@@ -226,21 +254,19 @@ class BertSpanExtractor(Task):
     def from_preset(cls, preset, load_weights=True, sequence_length=None, doc_stride=None, max_query_length=None,
                     **kwargs):
         """Builds the task from a preset (see `Task.from_preset`); a SQuAD head in the
-        checkpoint (Google's `cls/squad/*`, HF's `qa_outputs.*`, ours) is loaded.
+        checkpoint (Google's `cls/squad/*`, HF's `qa_outputs.*`, ours) is loaded, and a
+        saved task's window and decoding settings (`doc_stride`, `max_query_length`,
+        `n_best_size`, `max_answer_length`, `null_score_diff_threshold`) come back.
 
         Args:
             preset: str. A registry name or alias, or a local directory / zip / checkpoint.
             load_weights: bool. Defaults to True.
             sequence_length: int or None. Window length; None is the saved task's, else 384.
-            doc_stride: int or None. None: 128.
-            max_query_length: int or None. None: 64, or half of `sequence_length` when less.
+            doc_stride: int or None. None: the saved task's, else 128.
+            max_query_length: int or None. None: the saved task's, else 64, or half of
+                `sequence_length` when less.
             **kwargs: the task's arguments (`n_best_size`, `max_answer_length`,
                 `null_score_diff_threshold`) or backbone config overrides.
         """
-        task = super().from_preset(preset, load_weights=load_weights, sequence_length=sequence_length, **kwargs)
-        if doc_stride is not None or max_query_length is not None:
-            old = task.preprocessor
-            task.preprocessor = SpanExtractorPreprocessor(
-                old.tokenizer, old.sequence_length, doc_stride or old.doc_stride, max_query_length or old.max_query_length
-            )
-        return task
+        return super().from_preset(preset, load_weights=load_weights, sequence_length=sequence_length,
+                                   doc_stride=doc_stride, max_query_length=max_query_length, **kwargs)

@@ -295,10 +295,7 @@ class Task(keras.Model):
         preprocessor settings. `type(task).from_preset(directory)` rebuilds it."""
         extra = {"task": {"class_name": type(self).__name__, "config": self.task_config()}}
         if self.preprocessor is not None:
-            extra["preprocessor"] = {
-                "sequence_length": self.preprocessor.sequence_length,
-                "truncate": getattr(self.preprocessor, "truncate", "longest_first"),
-            }
+            extra["preprocessor"] = preprocessor_settings(self.preprocessor)
             extra["lowercase"] = bool(self.preprocessor.tokenizer.lowercase)
         return loading.save_to_preset(self, directory, extra=extra)
 
@@ -317,14 +314,21 @@ class Task(keras.Model):
             sequence_length: int or None. The preprocessor's; None is the saved
                 task's, else 128 (or the backbone's `max_sequence_length` if shorter).
             **kwargs: the task's arguments (`num_classes`, `labels`, `dropout`, ...);
-                `dropout` also sets the backbone's. Anything else overrides the
-                backbone config (`dtype="mixed_bfloat16"`).
+                `dropout` also sets the backbone's. Arguments of the preprocessor's
+                `from_preset` (`truncate`, `doc_stride`, `window_stride`, ...) set the
+                preprocessor's, and default to the saved task's. Anything else
+                overrides the backbone config (`dtype="mixed_bfloat16"`).
         """
         saved = loading.read_task_config(preset)
         task = saved.get("task") or {}
         task_kwargs = dict(task.get("config", {})) if task.get("class_name") == cls.__name__ else {}
         own = set(inspect.signature(cls.__init__).parameters) - {"self", "backbone", "preprocessor", "kwargs"}
         explicit = {k: kwargs.pop(k) for k in list(kwargs) if k in own}
+        # The saved preprocessor settings, each overridden by a value the caller gives.
+        accepted = _preset_arguments(cls.preprocessor_cls.from_preset) - {"sequence_length", "lowercase"}
+        settings = {k: v for k, v in (saved.get("preprocessor") or {}).items() if k in accepted}
+        settings.update({k: v for k, v in ((k, kwargs.pop(k)) for k in list(kwargs) if k in accepted)
+                         if v is not None})
         task_kwargs.update({k: v for k, v in explicit.items() if v is not None})
         if explicit.get("dropout") is not None:
             kwargs.setdefault("dropout", explicit["dropout"])
@@ -345,11 +349,25 @@ class Task(keras.Model):
                 f"`sequence_length` must be at most the backbone's max_sequence_length="
                 f"{backbone.max_sequence_length}. Received: sequence_length={length}."
             )
-        preprocessor = cls.preprocessor_cls.from_preset(
-            preset, sequence_length=length, truncate=stored.get("truncate", "longest_first")
-        )
+        preprocessor = cls.preprocessor_cls.from_preset(preset, sequence_length=length, **settings)
         model = cls(backbone, preprocessor=preprocessor, **task_kwargs)
         if load_weights:
             loading.assign_declared_weights(model, tensors, source, missing_heads="fresh")
         return model
 
+
+def _preset_arguments(function):
+    """The named arguments of a `from_preset` (no `preset`, no `**kwargs`)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {name for name, p in inspect.signature(function).parameters.items() if p.kind in kinds} - {"preset"}
+
+
+def preprocessor_settings(preprocessor):
+    """What a preset stores of a preprocessor: its constructor arguments that are plain
+    values (`sequence_length`, `truncate`, `doc_stride`, `max_query_length`,
+    `window_stride`, ...), not the tokenizer; `type(preprocessor).from_preset(preset,
+    **settings)` rebuilds it with the preset's vocabulary."""
+    config = preprocessor.get_config()
+    names = _preset_arguments(type(preprocessor).__init__) - {"self", "tokenizer"}
+    plain = (bool, int, float, str, type(None))
+    return {name: config[name] for name in sorted(names) if name in config and isinstance(config[name], plain)}

@@ -113,7 +113,9 @@ class SpanDecoder(keras.layers.Layer):
         score_diff = null - example_best
         answered = found
         if self.null_score_diff_threshold is not None:
-            answered = found & (score_diff <= self.null_score_diff_threshold)
+            # Decided on the float32 difference it reports, which `tune_null_threshold` ranks:
+            # a threshold equal to a question's reported difference answers that question.
+            answered = found & (tf.cast(score_diff, tf.float32) <= self.null_score_diff_threshold)
         char_start = tf.cast(tf.where(answered, char_start, -1), tf.int32)
         char_end = tf.cast(tf.where(answered, char_end, -1), tf.int32)
         text = tf.strings.substr(contexts, tf.maximum(char_start, 0), tf.maximum(char_end - char_start, 0),

@@ -131,11 +131,12 @@ def _recased(preprocessor, preset, lowercase):
     """The task's preprocessor rebuilt with the casing `check_preset` settled on."""
     import warnings
 
+    from keras_bert_zoo.models.task import preprocessor_settings
+
     logger.warning("Tokenizing with lowercase=%s as asked; the preset %r read as the other casing.", lowercase, preset)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # from_preset warns of the contradiction check_preset has resolved
-        return type(preprocessor).from_preset(preset, sequence_length=preprocessor.sequence_length,
-                                              truncate=preprocessor.truncate, lowercase=lowercase)
+        return type(preprocessor).from_preset(preset, lowercase=lowercase, **preprocessor_settings(preprocessor))
 
 
 def _answers(task, values):

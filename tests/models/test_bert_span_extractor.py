@@ -132,7 +132,10 @@ def test_predict_answers_then_tune_null_threshold_and_save_it(tmp_path):
     # The official evaluation of these answers.
     metrics, official = task.squad_metrics(dev, "v2.0")
     assert official == dict(zip(dev.ids, tuned["answer_text"]))
-    assert metrics == squad_v2_metrics(official, dev.gold_answers(), dict(zip(dev.ids, tuned["score_diff"].astype(float))))
+    assert metrics == squad_v2_metrics(official, dev.gold_answers(), dict(zip(dev.ids, tuned["score_diff"].astype(float))),
+                                       na_prob_thresh=threshold)
+    # One prediction pass without the threshold gives the same, the threshold applied after.
+    assert task.squad_metrics(dev, "v2.0", answers=task.predict_best_spans(dev.x)) == (metrics, official)
     answerable = {qid: golds for qid, golds in dev.gold_answers().items() if golds}
     keep = [i for i, golds in enumerate(dev.answers) if golds]
     v1 = SquadData(*([field[i] for i in keep] for field in
@@ -140,8 +143,10 @@ def test_predict_answers_then_tune_null_threshold_and_save_it(tmp_path):
     assert task.squad_metrics(v1)[0] == squad_v1_metrics(official, answerable)
     task.save_to_preset(str(tmp_path / "tuned"))
     keras.utils.clear_session()
-    restored = BertSpanExtractor.from_preset(str(tmp_path / "tuned"), doc_stride=8, max_query_length=6)
+    restored = BertSpanExtractor.from_preset(str(tmp_path / "tuned"))  # the saved windows and decoding
     assert restored.null_score_diff_threshold == threshold
+    assert (restored.preprocessor.doc_stride, restored.preprocessor.max_query_length) == (8, 6)
+    assert (restored.n_best_size, restored.max_answer_length) == (5, 4)
     assert restored.predict(dev.x)["answer_text"].tolist() == tuned["answer_text"].tolist()
 
 
