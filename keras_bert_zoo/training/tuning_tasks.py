@@ -157,7 +157,8 @@ class SquadKind(TaskKind):
         c = self.config
         task = self.task_class.from_preset(c.preset, sequence_length=c.sequence_length, dtype=c.precision,
                                            doc_stride=c.doc_stride, max_query_length=c.max_query_length)
-        task.max_answer_length = c.max_answer_length
+        if c.max_answer_length is not None:
+            task.max_answer_length = c.max_answer_length
         task.null_score_diff_threshold = None  # v1.1 always answers; v2.0 tunes its own on dev
         return self._recase(self._compile(task, learning_rate))
 
