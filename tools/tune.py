@@ -7,7 +7,8 @@
 Same flags as tools/finetune.py (its --learning-rate, --batch-size, --epochs are the grid's here), plus
 --grid paper|small|JSON (paper: lr {5e-5, 4e-5, 3e-5, 2e-5} × batch {16, 32} × epochs {2, 3, 4}),
 --restarts N (each restart its own seed for head initialisation and shuffling; the best restart counts)
-and --tuner-dir D (keras-tuner's files; default OUTPUT_DIR/tuner). Kill it and run the same command:
+--tuner-dir D (keras-tuner's files; default OUTPUT_DIR/tuner) and --export DIR (the best model as a
+SavedModel on raw strings, keras_bert_zoo.export). Kill it and run the same command:
 finished trials are not run again. Writes OUTPUT_DIR/results.md, heatmap.png, results.json and preset/
 (the best trial's model). A trial is scored by the task's official dev metric at the end of its run.
 """
@@ -31,6 +32,8 @@ def build_parser():
                    '(e.g. \'{"learning_rate": [5e-5, 3e-5], "batch_size": [32], "epochs": [2]}\')')
     p.add_argument("--restarts", type=int, default=1, help="random restarts per grid point (the best counts)")
     p.add_argument("--tuner-dir", help="keras-tuner's directory; default OUTPUT_DIR/tuner")
+    p.add_argument("--export", help="also export the best model as a SavedModel on raw strings to this directory "
+                   "(keras_bert_zoo.export; written at the end of the search)")
     return p
 
 
@@ -50,14 +53,16 @@ def main(argv=None):
         grid = resolve_grid(args.grid)
     except ValueError as e:
         parser.error(f"--grid: {e}")
-    skip = ("no_progress", "skip_malformed", "grid", "restarts", "tuner_dir")
+    skip = ("no_progress", "skip_malformed", "grid", "restarts", "tuner_dir", "export")
     given = {k: v for k, v in vars(args).items() if v is not None and k not in skip}
     config = FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
-    result = run_tuning(config, grid=grid, restarts=args.restarts, tuner_dir=args.tuner_dir)
+    result = run_tuning(config, grid=grid, restarts=args.restarts, tuner_dir=args.tuner_dir,
+                        export=args.export)
     best = result["best"]
     print(f"best: learning rate {best['learning_rate']:g}, batch {best['batch_size']}, {best['epochs']} epochs, "
           f"restart {best['restart']}: dev {result['objective']} {best[result['objective']]:.4f}; "
-          f"{len(result['trials'])} trials; written to {args.output_dir}")
+          f"{len(result['trials'])} trials; written to {args.output_dir}"
+          + (f"; exported to {result['export']}" if result["export"] else ""))
     return result
 
 

@@ -70,6 +70,6 @@ def _plot_heatmaps(grids, objective, path):
                 ax.text(j, i, f"{v:.3f}", ha="center", va="center", color="w" if v < (vmin + vmax) / 2 else "k")
     fig.colorbar(image, ax=axes[0].tolist(), label=f"dev {objective} (best restart)")
     tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=100)
+    fig.savefig(tmp, dpi=100, bbox_inches="tight")  # the tick and axis labels whole
     plt.close(fig)
     os.replace(tmp, path)

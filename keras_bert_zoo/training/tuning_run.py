@@ -8,7 +8,11 @@ epochs and restart seed. Writes into `output_dir`:
   restart over learning rate × batch size, one panel per epoch count);
 - `results.json` (the same rows, plus the objective);
 - `preset/`: the best trial's fine-tuned task (kept as the search goes, so a killed search
-  keeps the best so far).
+  keeps the best so far);
+- with `export`: the best model as a SavedModel (`keras_bert_zoo.export`), written at the end.
+
+What differs per task kind (GLUE/SWAG, SQuAD, CoNLL NER: data, task, dev metric) is in
+`tuning_tasks.py`.
 keras-tuner's own files go to `tuner_dir` (default `output_dir/tuner`): run the same command
 again to resume.
 """
@@ -16,20 +20,19 @@ again to resume.
 import dataclasses
 import os
 
-from keras_bert_zoo.training.finetuning_config import FinetuningConfig
+from keras_bert_zoo.training.finetuning_config import SQUAD_TASKS, TAGGING_TASKS, FinetuningConfig
 from keras_bert_zoo.training.tuning import resolve_grid, tune
 from keras_bert_zoo.training.tuning_report import write_search_report
-
-# The paper's dev metric per task (§A.3 picks the best on dev; GLUE's official metric).
-OBJECTIVES = {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "stsb": "pearson"}
-
+from keras_bert_zoo.training.tuning_tasks import GLUE_OBJECTIVES
 
 def task_objective(task):
-    """The dev metric the search maximises for a task: MCC (CoLA), F1 (MRPC, QQP), Pearson (STS-B), else accuracy."""
-    return OBJECTIVES.get(task, "accuracy")
+    """The dev metric the search maximises: MCC (CoLA), F1 (MRPC, QQP, SQuAD, NER), Pearson (STS-B), else accuracy."""
+    if task in SQUAD_TASKS or task in TAGGING_TASKS:
+        return "f1"
+    return GLUE_OBJECTIVES.get(task, "accuracy")
 
 
-def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None):
+def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None, export=None):
     """Runs the paper's fine-tuning search for one task (see the module docstring).
 
     Args:
@@ -39,43 +42,36 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None)
         restarts: int. Random restarts per grid point. Defaults to 1.
         tuner_dir: str or None. keras-tuner's directory (default `<output_dir>/tuner`).
         objective: str or None. The dev metric to maximise (default: `task_objective`).
+        export: str or None. Where `keras_bert_zoo.export` writes the best model as a
+            SavedModel at the end of the search (atomic; a resumed search writes it again
+            from `preset/`, so it always matches the best trial).
 
     Returns:
-        dict: `objective`, `trials` (rows, grid order, `best` marked), `best`, `output_dir`.
+        dict: `objective`, `trials` (rows, grid order, `best` marked), `best`, `output_dir`, `export`.
     """
-    from keras_bert_zoo.metrics.glue import TASK_METRICS
     from keras_bert_zoo.training import finetuning_run as ft
+    from keras_bert_zoo.training.tuning_tasks import task_kind
 
     if not isinstance(config, FinetuningConfig):
         raise TypeError(f"`config` must be a FinetuningConfig. Received: {type(config).__name__}.")
     grid = resolve_grid(grid)
-    objective = objective or task_objective(config.task)
-    if objective not in TASK_METRICS[config.task]:
-        raise ValueError(f"Task {config.task!r} reports {TASK_METRICS[config.task]}, not the objective "
-                         f"{objective!r}. Received: objective={objective!r}.")
     if not isinstance(restarts, int) or isinstance(restarts, bool) or restarts < 1:
         raise ValueError(f"`restarts` must be a positive int. Received: restarts={restarts!r}.")
-    tuner_dir = tuner_dir or os.path.join(config.output_dir, "tuner")
+    if export is not None and (not isinstance(export, str) or not export):
+        raise ValueError(f"`export` must be a directory path or None. Received: export={export!r}.")
     lowercase, detected = ft.check_preset(config)
-    train_x, train_y, _ = ft._read(config, "train_file", labelled=True)
-    if config.max_train_examples is not None:
-        train_x, train_y = ft._head(train_x, config.max_train_examples), train_y[: config.max_train_examples]
-    dev_x, dev_y, _ = ft._read(config, "dev_file", labelled=True)
+    kind = task_kind(config, lowercase, detected)
+    objective = objective or kind.default_objective
+    if objective not in kind.objectives:
+        raise ValueError(f"Task {config.task!r} reports {tuple(kind.objectives)}, not the objective "
+                         f"{objective!r}. Received: objective={objective!r}.")
+    tuner_dir = tuner_dir or os.path.join(config.output_dir, "tuner")
+    train, _ = kind.read()
 
-    from keras_bert_zoo.metrics.glue import glue_metrics
     from keras_bert_zoo.training.distribute import get_strategy
 
-    def build_task(learning_rate, seed):
-        task = ft._build_task(dataclasses.replace(config, learning_rate=learning_rate, seed=seed), train_x)
-        if lowercase != detected:
-            task.preprocessor = ft._recased(task.preprocessor, config.preset, lowercase)
-        return task
-
-    def evaluate(task):
-        return glue_metrics(config.task, dev_y, task.predict(dev_x, batch_size=config.batch_size, verbose=0))
-
     best_preset = os.path.join(config.output_dir, "preset")
-    rows = tune(build_task, (train_x, train_y), evaluate, objective, tuner_dir, grid=grid, restarts=restarts,
+    rows = tune(kind.build, train, kind.evaluate, objective, tuner_dir, grid=grid, restarts=restarts,
                 seed=config.seed, save_best=lambda task, values: task.save_to_preset(best_preset),
                 distribution_strategy=get_strategy(config.strategy), progress=config.progress)
     write_search_report(rows, objective, config.output_dir, title=f"Fine-tuning search: {config.task}")
@@ -85,4 +81,15 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None)
     atomic_write_json(os.path.join(config.output_dir, "results.json"),
                       {"task": config.task, "preset": config.preset, "objective": objective, "grid": grid,
                        "restarts": restarts, "trials": rows, "best": best})
-    return {"objective": objective, "trials": rows, "best": best, "output_dir": config.output_dir}
+    if export is not None:
+        export = export_best(kind, best_preset, export)
+    return {"objective": objective, "trials": rows, "best": best, "output_dir": config.output_dir,
+            "export": export}
+
+
+def export_best(kind, preset, path):
+    """Exports the best trial's task, reloaded from its preset, as a SavedModel at `path`."""
+    from keras_bert_zoo.export import export
+
+    task = kind.task_class.from_preset(preset)  # the preset keeps the casing the search tokenized with
+    return export(task, path, text_inputs=kind.text_inputs)

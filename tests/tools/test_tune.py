@@ -84,3 +84,69 @@ def test_tune_refuses_bad_grids_and_grid_flags_before_any_trial(polarity_files, 
     with pytest.raises(ValueError, match="not the objective 'pearson'"):
         run_tuning(config, grid="small", objective="pearson")
     assert not os.path.exists(tmp_path / "bad")
+
+
+def _one_trial(paths, preset, out, *more):
+    grid = '{"learning_rate": [1e-3], "batch_size": [16], "epochs": [1]}'
+    return _argv(paths, preset, out, "--grid", grid, *more)
+
+
+@pytest.mark.slow
+def test_tune_exports_the_best_model_and_keeps_it_on_resume(polarity_files, tmp_path):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 (the export's text ops)
+
+    from keras_bert_zoo.models.bert_classifier import BertClassifier
+
+    paths, preset = polarity_files
+    served = tmp_path / "served" / "1"
+    argv = _one_trial(paths, preset, tmp_path / "search", "--export", str(served))
+    result = tune.main(argv)
+    assert result["export"] == str(served)
+    sentence = "a gripping , funny and moving film"
+    expected = BertClassifier.from_preset(str(tmp_path / "search" / "preset")).predict([sentence], verbose=0)
+
+    def answer():
+        serve = tf.saved_model.load(str(served)).signatures["serving_default"]
+        return serve(text=tf.constant([sentence]))
+
+    out = answer()
+    np.testing.assert_allclose(out["probabilities"].numpy(), tf.nn.softmax(expected).numpy(), atol=1e-5, rtol=0)
+    assert out["label"].numpy()[0].decode() == ["negative", "positive"][int(np.argmax(expected))]
+    # Resumed (all trials done): no trial runs again, the export is rewritten from the same best preset.
+    before = os.path.getmtime(served / "saved_model.pb")
+    again = tune.main(argv)
+    assert again["trials"] == result["trials"] and os.path.getmtime(served / "saved_model.pb") >= before
+    np.testing.assert_allclose(answer()["probabilities"].numpy(), out["probabilities"].numpy(), atol=1e-6, rtol=0)
+
+
+def test_tune_under_bfloat16_reports_a_finite_dev_metric(polarity_files, tmp_path):
+    paths, preset = polarity_files
+    result = tune.main(_one_trial(paths, preset, tmp_path / "bf16", "--precision", "mixed_bfloat16"))
+    assert len(result["trials"]) == 1 and 0.0 <= result["best"]["accuracy"] <= 1.0
+    # The trials' tasks are built in bf16 (the kept preset reloads in the caller's policy).
+    from keras_bert_zoo.training.finetuning_config import FinetuningConfig
+    from keras_bert_zoo.training.tuning_tasks import task_kind
+
+    config = FinetuningConfig("sst2", paths[0], paths[1], preset, str(tmp_path / "k"),
+                              sequence_length=32, precision="mixed_bfloat16")
+    kind = task_kind(config, True, True)
+    kind.read()
+    assert kind.build(1e-3, 0).dtype_policy.name == "mixed_bfloat16"
+
+
+@pytest.mark.slow
+def test_tune_under_mirrored_strategy_on_two_logical_cpus(polarity_files, tmp_path):
+    import subprocess
+    import sys
+
+    paths, preset = polarity_files
+    script = os.path.join(os.path.dirname(__file__), "tune_on_logical_cpus.py")
+    argv = _one_trial(paths, preset, tmp_path / "mirrored", "--strategy", "mirrored")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=root)
+    proc = subprocess.run([sys.executable, script, "2", *argv], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads([x for x in proc.stdout.splitlines() if x.startswith("RESULT ")][-1][7:])
+    assert result["devices"] == 2 and 0.0 <= result["best"]["accuracy"] <= 1.0
+    assert os.path.getsize(tmp_path / "mirrored" / "results.md") > 0
