@@ -51,6 +51,10 @@ class InferenceCall(keras.layers.Layer):
     def call(self, inputs):
         return self.model(inputs, training=False)
 
+    def compute_output_spec(self, inputs):
+        # The wrapped model's own: tracing `call` on symbolic inputs fails on JAX and torch.
+        return self.model.compute_output_spec(inputs)
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
 class BertFeatureExtractor(BertTokenClassifier):

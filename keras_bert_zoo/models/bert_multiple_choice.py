@@ -26,6 +26,11 @@ class _UnfoldChoices(keras.layers.Layer):
     def call(self, x):
         return keras.ops.reshape(x, (-1, self.num_choices))
 
+    def compute_output_shape(self, input_shape):
+        # Given, not traced: JAX cannot split a symbolic (batch * choices) dimension by -1.
+        rows = input_shape[0]
+        return (None if rows is None else rows // self.num_choices, self.num_choices)
+
     def get_config(self):
         return dict(super().get_config(), num_choices=self.num_choices)
 
