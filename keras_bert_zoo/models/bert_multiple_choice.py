@@ -59,8 +59,12 @@ class BertMultipleChoice(Task):
         Scores (logits) (batch, num_choices).
 
     Examples:
-    >>> model = keras_bert_zoo.BertMultipleChoice.from_preset("bert_tiny_en_uncased", num_choices=4)
-    >>> model.fit((contexts, endings), labels, epochs=3)   # endings: (N, 4) strings
+    >>> model = keras_bert_zoo.BertMultipleChoice.from_preset("tiny_preset", num_choices=4)
+    >>> model.compile()
+    >>> (contexts, endings), labels = keras_bert_zoo.read_swag("swag/val.csv")
+    >>> history = model.fit((contexts, endings), labels, epochs=1, verbose=0)  # endings: (N, 4) strings
+    >>> sorted(history.history)
+    ['accuracy', 'loss']
     """
 
     preprocessor_cls = MultipleChoicePreprocessor
