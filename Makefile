@@ -40,7 +40,7 @@ demo: $(STAMP)
 	$(PY) tools/quickstart.py
 
 test: $(TEST_STAMP)
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(PY) -m pytest tests keras_bert_zoo $(PYTEST_ARGS)
 
 # Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).
 $(BENCH_STAMP): $(TEST_STAMP)

@@ -149,12 +149,14 @@ def export(task, path, *, signatures=SIGNATURES, text_inputs=None):
             is invalid.
 
     Examples:
-    >>> classifier = keras_bert_zoo.BertClassifier.from_preset("runs/sst2/preset")
-    >>> keras_bert_zoo.export(classifier, "served/sst2/1")
+    >>> classifier = keras_bert_zoo.BertClassifier.from_preset(
+    ...     "tiny_preset", num_classes=2, labels=["negative", "positive"])
+    >>> path = keras_bert_zoo.export(classifier, "served/sst2/1", signatures=["text"])
     >>> # elsewhere, with only TensorFlow:
-    >>> import tensorflow as tf, tensorflow_text  # noqa: F401 (registers the text ops)
+    >>> import tensorflow_text  # noqa: F401 (registers the text ops)
     >>> serve = tf.saved_model.load("served/sst2/1").signatures["serving_default"]
-    >>> serve(text=tf.constant(["a gripping film"]))["label"]
+    >>> sorted(serve(text=tf.constant(["a gripping film"])))
+    ['label', 'label_id', 'probabilities']
     """
     signatures = _check_signatures(signatures)
     if getattr(task, "preprocessor", None) is None:

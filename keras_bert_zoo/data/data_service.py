@@ -53,7 +53,14 @@ def distribute(service, job_name=None, max_outstanding_requests=None):
         A function `Dataset -> Dataset` for `dataset.apply(...)`.
 
     Examples:
-    >>> transform = keras_bert_zoo.data.data_service.distribute("localhost:5050", job_name="run-1")
+    >>> service = tf.data.experimental.service
+    >>> dispatcher = service.DispatchServer(service.DispatcherConfig(port=0))
+    >>> worker = service.WorkerServer(service.WorkerConfig(dispatcher.target.split("://")[1]))
+    >>> ds = tf.data.Dataset.range(4).apply(
+    ...     keras_bert_zoo.data.data_service.distribute(dispatcher.target, job_name="run-1"))
+    >>> sorted(int(i) for i in ds.as_numpy_iterator())
+    [0, 1, 2, 3]
+    >>> worker.stop(); dispatcher.stop()
     """
     service = check_service_address(service)
     if job_name is not None and (not isinstance(job_name, str) or not job_name):

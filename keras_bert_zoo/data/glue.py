@@ -89,8 +89,9 @@ def read_glue(task, path, errors="raise", with_ids=False):
         scores for STS-B), or None for a test file (no label column).
 
     Examples:
-    >>> x, y = keras_bert_zoo.data.glue.read_glue("mrpc", "glue_data/MRPC/dev.tsv")
-    >>> texts_a, texts_b = x
+    >>> (texts_a, texts_b), y = keras_bert_zoo.read_glue("mrpc", "MRPC/dev.tsv")
+    >>> texts_a[0], texts_b[0], y
+    ('The man sits down.', 'A man sits down.', array([1, 0, 1], dtype=int32))
     """
     fmt = glue_format(task)
     if errors not in ("raise", "skip"):

@@ -44,7 +44,10 @@ def load_glue_tfds(name, split, data_dir=None):
         split (tfds stores its labels as -1).
 
     Examples:
-    >>> x, y = load_glue_tfds("glue/mrpc", "validation", data_dir="~/tensorflow_datasets")
+    >>> (texts_a, texts_b), y = keras_bert_zoo.load_glue_tfds(
+    ...     "glue/mrpc", "validation", data_dir="tensorflow_datasets")
+    >>> texts_a, y
+    (['The man sits down.', 'The sun is a star.'], array([1, 0], dtype=int32))
     """
     import tensorflow_datasets as tfds
 

@@ -185,8 +185,14 @@ def pretraining_dataset(files, tokenizer, batch_size, sequence_length=128, max_p
         int32 `(batch,)` (1 = random next, 0 = actual next).
 
     Examples:
-    >>> tokenizer = keras_bert_zoo.text.bert_tokenizer.BertTokenizer("vocab.txt")
-    >>> ds = keras_bert_zoo.data.pretraining.pretraining_dataset("wiki/*.txt", tokenizer, 32)
+    >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt")
+    >>> ds = keras_bert_zoo.pretraining_dataset("corpus.txt", tokenizer, 2, sequence_length=16,
+    ...                                         max_predictions=3)
+    >>> x, y = next(iter(ds))
+    >>> {key: tuple(value.shape) for key, value in x.items()}
+    {'token_ids': (2, 16), 'segment_ids': (2, 16), 'padding_mask': (2, 16), 'mask_positions': (2, 3)}
+    >>> {key: tuple(value.shape) for key, value in y.items()}
+    {'mlm_ids': (2, 3), 'mlm_weights': (2, 3), 'nsp_labels': (2,)}
     """
     _check("batch_size", batch_size, isinstance(batch_size, int) and batch_size >= 1, "must be a positive int")
     validate_options(sequence_length, max_predictions, masked_lm_prob, short_seq_prob, window_size)

@@ -31,7 +31,9 @@ def read_swag(path, errors="raise"):
         `num_choices` strings, `y` int32 choice indices or None for the test file.
 
     Examples:
-    >>> (contexts, endings), y = keras_bert_zoo.data.swag.read_swag("swag/val.csv")
+    >>> (contexts, endings), y = keras_bert_zoo.read_swag("swag/val.csv")
+    >>> contexts[0], endings[0], y
+    ('A man sits down.', ['He eats.', 'He flies.', 'He rains.', 'He is a car.'], array([0, 0], dtype=int32))
     """
     if errors not in ("raise", "skip"):
         raise ValueError(f"`errors` must be 'raise' or 'skip'. Received: errors={errors!r}.")

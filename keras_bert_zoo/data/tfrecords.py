@@ -125,7 +125,13 @@ def read_pretraining_tfrecords(pattern, batch_size, shuffle=False, seed=12345, n
         `tf.data.Dataset` of `(x, y)` as `pretraining_dataset` yields.
 
     Examples:
-    >>> ds = keras_bert_zoo.data.tfrecords.read_pretraining_tfrecords("out/*.tfrecord", 32)
+    >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt")
+    >>> report = keras_bert_zoo.write_pretraining_tfrecords(
+    ...     "corpus.txt", "out/train.tfrecord", tokenizer, max_seq_length=16, max_predictions_per_seq=3)
+    >>> ds = keras_bert_zoo.read_pretraining_tfrecords("out/*.tfrecord", 2)
+    >>> x, y = next(iter(ds))
+    >>> tuple(x["token_ids"].shape), tuple(y["mlm_ids"].shape)
+    ((2, 16), (2, 3))
     """
     from keras_bert_zoo.data.documents import resolve_files
 

@@ -43,7 +43,7 @@ class BertEmbeddings(keras.layers.Layer):
 
     Examples:
     >>> layer = keras_bert_zoo.layers.BertEmbeddings(100, 16, max_sequence_length=32)
-    >>> layer(np.ones((2, 8), "int32"), np.zeros((2, 8), "int32")).shape
+    >>> tuple(layer(np.ones((2, 8), "int32"), np.zeros((2, 8), "int32")).shape)
     (2, 8, 16)
 
     References:

@@ -29,9 +29,13 @@ class GlueDevMetrics(keras.callbacks.Callback):
             (e.g. `print` for command-line tools). Defaults to None.
 
     Examples:
-    >>> callback = GlueDevMetrics("mrpc", (dev_a, dev_b), dev_y)
-    >>> classifier.fit((train_a, train_b), train_y, epochs=3, callbacks=[callback])
-    >>> callback.history[-1]  # {"epoch": 3, "accuracy": ..., "f1": ...}
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])  # any model, e.g. a BertClassifier
+    >>> model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    >>> x, y = np.eye(3), np.array([1, 0, 1])
+    >>> callback = keras_bert_zoo.GlueDevMetrics("mrpc", x, y)
+    >>> history = model.fit(x, y, epochs=2, callbacks=[callback], verbose=0)
+    >>> sorted(history.history), [entry["epoch"] for entry in callback.history]
+    (['dev_accuracy', 'dev_f1', 'loss'], [1, 2])
     """
 
     def __init__(self, task, x, y, batch_size=32, prefix="dev_", report=None):

@@ -39,9 +39,10 @@ class BertBackbone(Backbone):
 
     Examples:
     >>> backbone = keras_bert_zoo.BertBackbone.from_preset("bert_tiny_en_uncased", load_weights=False)
-    >>> out = backbone({"token_ids": ids, "segment_ids": seg, "padding_mask": mask})
-    >>> out["sequence_output"].shape
-    (batch, seq, 128)
+    >>> ids = np.array([[101, 7592, 2088, 102]])  # [CLS] hello world [SEP]
+    >>> out = backbone({"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)})
+    >>> tuple(out["sequence_output"].shape), tuple(out["pooled_output"].shape)
+    ((1, 4, 128), (1, 128))
 
     References:
         Devlin et al., 2018. BERT: Pre-training of Deep Bidirectional Transformers.

@@ -50,9 +50,11 @@ class BertClassifier(Task):
 
     Examples:
     >>> classifier = keras_bert_zoo.BertClassifier.from_preset(
-    ...     "bert_tiny_en_uncased", num_classes=2, labels=["negative", "positive"])
-    >>> classifier.fit(["a great film", "dull and long"], [1, 0], epochs=3)
-    >>> classifier.predict([("A man is eating.", "Someone eats.")])
+    ...     "tiny_preset", num_classes=2, labels=["negative", "positive"])
+    >>> classifier.compile()
+    >>> history = classifier.fit(["a great film", "dull and long"], [1, 0], epochs=1, verbose=0)
+    >>> classifier.predict([("A man is eating.", "Someone eats.")], verbose=0).shape
+    (1, 2)
     """
 
     preset_defaults = {"num_classes": 2}

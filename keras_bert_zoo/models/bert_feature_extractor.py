@@ -51,6 +51,10 @@ class InferenceCall(keras.layers.Layer):
     def call(self, inputs):
         return self.model(inputs, training=False)
 
+    def compute_output_spec(self, inputs):
+        # The wrapped model's own: tracing `call` on symbolic inputs fails on JAX and torch.
+        return self.model.compute_output_spec(inputs)
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
 class BertFeatureExtractor(BertTokenClassifier):
@@ -79,10 +83,14 @@ class BertFeatureExtractor(BertTokenClassifier):
         dropout: float. Dropout on the features and between layers. Defaults to 0.1.
 
     Examples:
+    >>> data = keras_bert_zoo.read_conll("conll2003/eng.train")
+    >>> labels = keras_bert_zoo.conll_labels(data.tags)
     >>> tagger = keras_bert_zoo.BertFeatureExtractor.from_preset(
-    ...     "bert_base_en_cased", labels=labels, feature="concat_last_four")
-    >>> tagger.fit_cached(sentences, label_ids, epochs=5)
-    >>> tagger.predict_entities(["Angela Merkel visited Paris ."])
+    ...     "tiny_preset", labels=labels, feature="concat_last_four", lstm_units=8)
+    >>> sentences, label_ids = keras_bert_zoo.conll_inputs(data, labels)
+    >>> history = tagger.fit_cached(sentences, label_ids, epochs=2, verbose=0)
+    >>> sorted(history.history)
+    ['accuracy', 'loss']
     """
 
     def __init__(self, backbone, num_classes, feature="concat_last_four", preprocessor=None, labels=None,

@@ -26,6 +26,11 @@ class _UnfoldChoices(keras.layers.Layer):
     def call(self, x):
         return keras.ops.reshape(x, (-1, self.num_choices))
 
+    def compute_output_shape(self, input_shape):
+        # Given, not traced: JAX cannot split a symbolic (batch * choices) dimension by -1.
+        rows = input_shape[0]
+        return (None if rows is None else rows // self.num_choices, self.num_choices)
+
     def get_config(self):
         return dict(super().get_config(), num_choices=self.num_choices)
 
@@ -54,8 +59,12 @@ class BertMultipleChoice(Task):
         Scores (logits) (batch, num_choices).
 
     Examples:
-    >>> model = keras_bert_zoo.BertMultipleChoice.from_preset("bert_tiny_en_uncased", num_choices=4)
-    >>> model.fit((contexts, endings), labels, epochs=3)   # endings: (N, 4) strings
+    >>> model = keras_bert_zoo.BertMultipleChoice.from_preset("tiny_preset", num_choices=4)
+    >>> model.compile()
+    >>> (contexts, endings), labels = keras_bert_zoo.read_swag("swag/val.csv")
+    >>> history = model.fit((contexts, endings), labels, epochs=1, verbose=0)  # endings: (N, 4) strings
+    >>> sorted(history.history)
+    ['accuracy', 'loss']
     """
 
     preprocessor_cls = MultipleChoicePreprocessor

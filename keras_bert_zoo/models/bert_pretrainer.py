@@ -78,10 +78,15 @@ class BertPretrainer(Task):
         preprocessor: a preprocessing layer or None (the caller feeds ids).
 
     Examples:
-    >>> backbone = keras_bert_zoo.BertBackbone(30522, 2, 2, 128, 512)
-    >>> pretrainer = keras_bert_zoo.models.BertPretrainer(backbone)
-    >>> pretrainer.compile(warmup_steps=10_000, total_steps=1_000_000)
-    >>> pretrainer.fit(keras_bert_zoo.data.pretraining.pretraining_dataset(...))
+    >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt")
+    >>> backbone = keras_bert_zoo.BertBackbone(tokenizer.vocabulary_size(), 2, 2, 16, 32)
+    >>> pretrainer = keras_bert_zoo.BertPretrainer(backbone)
+    >>> pretrainer.compile(warmup_steps=10, total_steps=100)
+    >>> ds = keras_bert_zoo.pretraining_dataset("corpus.txt", tokenizer, 2, sequence_length=16,
+    ...                                         max_predictions=3)
+    >>> history = pretrainer.fit(ds, steps_per_epoch=1, verbose=0)
+    >>> sorted(history.history)
+    ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
 
     References:
         Devlin et al., 2018; google-research/bert `run_pretraining.py`.

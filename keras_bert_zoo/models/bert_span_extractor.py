@@ -45,10 +45,15 @@ class BertSpanExtractor(Task):
         `(questions, contexts)` returns the answers instead (see `predict`).
 
     Examples:
-    >>> qa = keras_bert_zoo.BertSpanExtractor.from_preset("bert_base_en_uncased")
-    >>> data = keras_bert_zoo.data.squad.read_squad("train-v1.1.json")
-    >>> qa.fit(data.x, data.y, batch_size=32, epochs=3)
-    >>> qa.predict((["Who wrote it?"], ["It was written by Ann."]))["answer_text"]
+    >>> qa = keras_bert_zoo.BertSpanExtractor.from_preset("tiny_preset")
+    >>> qa.compile()
+    >>> data = keras_bert_zoo.read_squad("dev-v1.1.json")
+    >>> history = qa.fit(data.x, data.y, epochs=1, verbose=0)
+    >>> answers = qa.predict((["Who wrote it?"], ["It was written by Ann."]))
+    >>> sorted(answers)
+    ['answer_end', 'answer_start', 'answer_text', 'null_score', 'score', 'score_diff']
+    >>> answers["answer_text"][0] in "It was written by Ann."
+    True
 
     References:
         Devlin et al. 2018 §4.2-4.3; google-research/bert `run_squad.py`.

@@ -37,11 +37,15 @@ class BertTokenClassifier(Task):
         Logits (windows, seq, num_classes).
 
     Examples:
-    >>> tagger = keras_bert_zoo.BertTokenClassifier.from_preset(
-    ...     "bert_base_en_cased", num_classes=len(labels), labels=labels)
-    >>> tagger.fit(sentences, label_ids, epochs=3)   # conll_inputs(read_conll(...), labels)
-    >>> tagger.predict_entities(["Angela Merkel visited Paris ."])
-    [[{'type': 'PER', 'text': 'Angela Merkel', 'start': 0, 'end': 13}, ...]]
+    >>> data = keras_bert_zoo.read_conll("conll2003/eng.train")
+    >>> labels = keras_bert_zoo.conll_labels(data.tags)
+    >>> tagger = keras_bert_zoo.BertTokenClassifier.from_preset("tiny_preset", labels=labels)
+    >>> tagger.compile()
+    >>> sentences, label_ids = keras_bert_zoo.conll_inputs(data, labels)
+    >>> history = tagger.fit(sentences, label_ids, epochs=1, verbose=0)
+    >>> tags = tagger.predict_tags(["Angela Merkel visited Paris ."])  # a tag per word
+    >>> len(tags[0]), set(tags[0]) <= set(labels)
+    (5, True)
     """
 
     preprocessor_cls = TokenClassifierPreprocessor

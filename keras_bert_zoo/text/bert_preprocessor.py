@@ -34,9 +34,12 @@ class BertPreprocessor(keras.layers.Layer):
         a `tf.data.Dataset` of `((text_a, text_b), label)`.
 
     Examples:
-    >>> preprocessor = keras_bert_zoo.text.BertPreprocessor.from_preset(
-    ...     "bert_base_en_uncased", sequence_length=128)
+    >>> preprocessor = keras_bert_zoo.BertPreprocessor.from_preset("tiny_preset", sequence_length=12)
     >>> x = preprocessor(("A man is eating.", "Someone eats."))
+    >>> x["token_ids"].numpy().tolist()
+    [2, 11, 18, 12, 20, 22, 3, 19, 20, 21, 5, 3]
+    >>> x["segment_ids"].numpy().tolist()
+    [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
     """
 
     def __init__(self, tokenizer, sequence_length=512, truncate="longest_first", **kwargs):

@@ -74,9 +74,11 @@ class BertTokenizer(keras.layers.Layer):
         int32 `tf.RaggedTensor` (batch, None) of ids; a scalar input gives a 1-D tensor.
 
     Examples:
-    >>> tokenizer = keras_bert_zoo.text.BertTokenizer("vocab.txt", lowercase=True)
-    >>> tokenizer(["Héllo, world!"])
-    <tf.RaggedTensor [[7592, 1010, 2088, 999]]>
+    >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt", lowercase=True)
+    >>> tokenizer(["Héllo, world!", "The man eats."])
+    <tf.RaggedTensor [[38, 6, 39, 7], [10, 18, 20, 21, 5]]>
+    >>> [tokenizer.id_to_token(i) for i in [38, 6, 39, 7, 10, 18, 20, 21, 5]]
+    ['hello', ',', 'world', '!', 'the', 'man', 'eat', '##s', '.']
 
     References:
         Devlin et al. 2018; google-research/bert `tokenization.py`.

@@ -50,9 +50,11 @@ class MLMMasker(keras.layers.Layer):
         0-padded), `mlm_weights` float32 (1.0 real, 0.0 padding).
 
     Examples:
-    >>> masker = keras_bert_zoo.text.mlm_masker.MLMMasker(30, mask_token_id=4,
-    ...     unselectable_token_ids=[0, 2, 3], max_predictions=3)
+    >>> masker = keras_bert_zoo.MLMMasker(30, mask_token_id=4, unselectable_token_ids=[0, 2, 3],
+    ...                                   max_predictions=3)
     >>> out = masker(tf.constant([[2, 10, 11, 12, 3]]), seed=tf.constant([1, 2]))
+    >>> {key: value.numpy().tolist() for key, value in out.items()}
+    {'mask_positions': [[1, 0, 0]], 'mlm_ids': [[10, 0, 0]], 'mlm_weights': [[1.0, 0.0, 0.0]], 'token_ids': [[2, 17, 11, 12, 3]]}
 
     References:
         google-research/bert `create_pretraining_data.py`.

@@ -124,8 +124,8 @@ class SegmentPacker(keras.layers.Layer):
         (length,) for 1-D inputs.
 
     Examples:
-    >>> packer = keras_bert_zoo.text.SegmentPacker(8, start_value=101, end_value=102)
-    >>> packer(([[7, 8, 9]], [[4, 5]]))["token_ids"]
+    >>> packer = keras_bert_zoo.SegmentPacker(8, start_value=101, end_value=102)
+    >>> packer(([[7, 8, 9]], [[4, 5]]))["token_ids"].numpy().tolist()
     [[101, 7, 8, 9, 102, 4, 5, 102]]
     """
 

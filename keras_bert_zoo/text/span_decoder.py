@@ -46,8 +46,15 @@ class SpanDecoder(keras.layers.Layer):
         `score_diff` (null score - best score; what `tune_null_threshold` ranks).
 
     Examples:
-    >>> decoder = keras_bert_zoo.text.SpanDecoder(null_score_diff_threshold=0.0)
-    >>> answers = decoder(start_logits, end_logits, windows, contexts)
+    >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt")
+    >>> preprocessor = keras_bert_zoo.SpanExtractorPreprocessor(tokenizer, 16, doc_stride=8, max_query_length=8)
+    >>> contexts = ["It was written by Ann."]
+    >>> windows = preprocessor.windows(["Who wrote it?"], contexts)
+    >>> ids = windows["token_ids"][0].numpy().tolist()
+    >>> logits = np.eye(16)[None, ids.index(tokenizer.token_to_id("ann"))]  # 1 at "ann", 0 elsewhere
+    >>> answers = keras_bert_zoo.SpanDecoder()(logits, logits, windows, contexts)
+    >>> answers["answer_text"].numpy(), answers["answer_start"].numpy(), answers["answer_end"].numpy()
+    (array([b'Ann'], dtype=object), array([18], dtype=int32), array([21], dtype=int32))
     """
 
     def __init__(self, n_best_size=20, max_answer_length=30, null_score_diff_threshold=None, **kwargs):

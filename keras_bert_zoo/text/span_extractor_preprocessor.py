@@ -51,8 +51,11 @@ class SpanExtractorPreprocessor(keras.layers.Layer):
         `windows(questions, contexts)` returns these plus what decoding needs.
 
     Examples:
-    >>> preprocessor = keras_bert_zoo.text.SpanExtractorPreprocessor(tokenizer)
+    >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt")
+    >>> preprocessor = keras_bert_zoo.SpanExtractorPreprocessor(tokenizer, 16, doc_stride=8, max_query_length=8)
     >>> x = preprocessor((["Who wrote it?"], ["It was written by Ann."]))
+    >>> [[tokenizer.id_to_token(i) for i in row] for row in x["token_ids"].numpy().tolist()]
+    [['[CLS]', 'who', 'wrote', 'it', '?', '[SEP]', 'it', 'was', 'written', 'by', 'ann', '.', '[SEP]', '[PAD]', '[PAD]', '[PAD]']]
 
     References:
         google-research/bert `run_squad.py`.

@@ -57,8 +57,13 @@ class TokenClassifierPreprocessor(keras.layers.Layer):
         windows as sentences unless a sentence needs more than one.
 
     Examples:
-    >>> preprocessor = keras_bert_zoo.text.TokenClassifierPreprocessor(tokenizer, 16)
-    >>> x, y, w = preprocessor(["EU rejects German call"], [[1, 0, 2, 0]])
+    >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt")
+    >>> preprocessor = keras_bert_zoo.TokenClassifierPreprocessor(tokenizer, 8)
+    >>> x, y, sample_weight = preprocessor(["EU rejects German call"], [[1, 0, 2, 0]])
+    >>> [tokenizer.id_to_token(i) for i in x["token_ids"].numpy()[0]]
+    ['[CLS]', 'eu', 'reject', '##s', 'german', 'call', '[SEP]', '[PAD]']
+    >>> y.numpy().tolist(), sample_weight.numpy().tolist()  # scored: each word's first piece
+    ([[0, 1, 0, 0, 2, 0, 0, 0]], [[0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0]])
     """
 
     def __init__(self, tokenizer, sequence_length=128, window_stride=None, **kwargs):

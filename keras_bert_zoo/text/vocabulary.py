@@ -87,9 +87,9 @@ def load_vocabulary(path):
             token (naming the lines) or missing special tokens (listing them all).
 
     Examples:
-    >>> tokens = keras_bert_zoo.text.load_vocabulary("vocab.txt")
-    >>> tokens[:2]
-    ['[PAD]', '[unused0]']
+    >>> tokens = keras_bert_zoo.load_vocabulary("vocab.txt")
+    >>> tokens[:6]
+    ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '.']
     """
     if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
         raise ValueError(
@@ -272,8 +272,11 @@ def learn_vocabulary(
         list of str: the vocabulary (id = index), specials first as in Google's files.
 
     Examples:
-    >>> tokens = keras_bert_zoo.text.learn_vocabulary(["wiki.txt"], 8000)
-    >>> keras_bert_zoo.text.save_vocabulary(tokens, "vocab.txt")
+    >>> tokens = keras_bert_zoo.learn_vocabulary(["corpus.txt"], 60, num_unused=0, min_count=1)
+    >>> keras_bert_zoo.save_vocabulary(tokens, "learned_vocab.txt")
+    'learned_vocab.txt'
+    >>> len(tokens), tokens[:5]
+    (60, ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'])
     """
     reserved = google_reserved_tokens(num_unused)
     if not isinstance(vocabulary_size, int) or vocabulary_size <= len(reserved):

@@ -152,9 +152,15 @@ class TrainingCheckpoint:
             directory all workers can read (as Keras' `BackupAndRestore` does).
 
     Examples:
-    >>> ckpt = TrainingCheckpoint("/tmp/run", model, iterator=iter(dataset))
-    >>> start = ckpt.restore()   # 0 on a fresh run
-    >>> ckpt.step.assign(10); ckpt.save()
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> model.optimizer.build(model.trainable_variables)
+    >>> ckpt = keras_bert_zoo.TrainingCheckpoint("run", model)
+    >>> ckpt.restore()   # 0 on a fresh run
+    0
+    >>> _ = ckpt.step.assign(10); path = ckpt.save()
+    >>> keras_bert_zoo.TrainingCheckpoint("run", model).restore()
+    10
     """
 
     def __init__(self, directory, model, optimizer=None, iterator=None, max_to_keep=3,

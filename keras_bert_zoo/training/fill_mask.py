@@ -72,8 +72,12 @@ def fill_mask(backbone, mlm_head, tokenizer, text, top_k=5, sequence_length=128)
         list (one per mask, in order) of lists of `(token, probability)`, best first.
 
     Examples:
-    >>> fill_mask(backbone, pretrainer.mlm_head, tokenizer, "The [MASK] is a planet.")
-    [[('earth', 0.41), ('sun', 0.12), ...]]
+    >>> pretrainer = keras_bert_zoo.BertPretrainer.from_preset("tiny_preset")
+    >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt")
+    >>> candidates = keras_bert_zoo.fill_mask(pretrainer.backbone, pretrainer.mlm_head, tokenizer,
+    ...                                       "The [MASK] is a planet.", top_k=3, sequence_length=16)
+    >>> [len(c) for c in candidates]  # per [MASK]: top_k (token, probability) pairs, best first
+    [3]
     """
     if not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"`top_k` must be a positive int. Received: top_k={top_k!r}.")

@@ -45,8 +45,10 @@ class FinetuningConfig:
             file; the message names the flag.
 
     Examples:
-    >>> config = FinetuningConfig("mrpc", "MRPC/train.tsv", "MRPC/dev.tsv",
-    ...                           "bert_base_en_uncased", "runs/mrpc", epochs=3)
+    >>> config = keras_bert_zoo.FinetuningConfig("mrpc", "MRPC/train.tsv", "MRPC/dev.tsv",
+    ...                                          "bert_base_en_uncased", "runs/mrpc", epochs=3)
+    >>> config.batch_size, config.learning_rate
+    (32, 5e-05)
     """
 
     task: str  # one of TASKS: the nine GLUE tasks, "swag", "squad1", "squad2" or "conll2003"

@@ -34,8 +34,10 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         end_learning_rate: float. Defaults to 0.0.
 
     Examples:
-    >>> schedule = keras_bert_zoo.training.optimizer.LinearWarmupLinearDecay(1e-4, 10_000, 1_000_000)
-    >>> optimizer = keras_bert_zoo.training.optimizer.BertAdamW(schedule)
+    >>> schedule = keras_bert_zoo.LinearWarmupLinearDecay(1e-4, 10_000, 1_000_000)
+    >>> optimizer = keras_bert_zoo.BertAdamW(schedule)
+    >>> float(schedule(5_000)), float(schedule(10_000)), float(schedule(505_000))
+    (5e-05, 9.9e-05, 4.95e-05)
     """
 
     def __init__(self, peak_learning_rate, warmup_steps, total_steps, end_learning_rate=0.0):

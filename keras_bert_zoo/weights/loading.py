@@ -5,8 +5,10 @@ entry dict, or a local directory / zip in our, Google's (`bert_model.ckpt` +
 `bert_config.json`) or HF's (`model.safetensors` + `config.json`) layout.
 
 Examples:
->>> backbone = keras_bert_zoo.BertBackbone.from_preset("/path/to/uncased_L-2_H-128_A-2.zip")
->>> keras_bert_zoo.weights.loading.save_to_preset(backbone, "my_preset", vocabulary="vocab.txt")
+>>> backbone = keras_bert_zoo.BertBackbone.from_preset("tiny_preset")
+>>> path = keras_bert_zoo.save_to_preset(backbone, "my_preset", vocabulary="vocab.txt")
+>>> keras_bert_zoo.BertBackbone.from_preset("my_preset").num_layers
+2
 """
 
 import logging

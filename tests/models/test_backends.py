@@ -1,10 +1,12 @@
 """The model code (keras.ops only) on the JAX and PyTorch backends gives TensorFlow's numbers.
 
-A tiny `BertPretrainer` is built here (TensorFlow backend), its weights saved; a
-subprocess with `KERAS_BACKEND=jax` or `torch` loads them, runs the forward pass and one
-SGD training step (the original losses and their gradients) and saves its results, which must
-equal this process's. `make test` installs the CPU builds of both (the `test` extra and the
-Makefile's torch step); a test is skipped only where its backend's package is missing.
+Each model of `CASES` (the pretrainer and every task's model part, fed packed ids with
+`preprocessor=None`) is built tiny here on TensorFlow and its weights saved; one
+subprocess per backend (`KERAS_BACKEND=jax` or `torch`) loads them for every model, runs
+the forward pass and one SGD training step (the task's own loss, sample weights where the
+task has them) and saves its results, which must equal this process's within 1e-5.
+`make test` installs the CPU builds of both (the `test` extra and the Makefile's torch
+step); a test is skipped only where its backend's package is missing.
 """
 
 import os
@@ -16,76 +18,167 @@ import pytest
 
 _SCRIPT = r"""
 import os, sys
-os.environ["KERAS_BACKEND"] = sys.argv[4]
+os.environ["KERAS_BACKEND"] = sys.argv[3]
 import numpy as np
 import keras
-sys.path.insert(0, sys.argv[3])
-from tests.models.test_backends import build, batch
-assert keras.backend.backend() == sys.argv[4]
-model = build()
-x, y = batch()
-model(x)
-model.load_weights(sys.argv[1])
-out = model(x)
-logs = model.train_on_batch(x, y, return_dict=True)
-arrays = {k: keras.ops.convert_to_numpy(v) for k, v in out.items() if k in ("mlm_logits", "nsp_logits")}
-arrays.update({f"w{i}": keras.ops.convert_to_numpy(w) for i, w in enumerate(model.weights)})
-arrays["loss"] = np.array(float(logs["loss"]))
-np.savez(sys.argv[2], **arrays)
+sys.path.insert(0, sys.argv[2])
+from tests.models.test_backends import CASES, run_case
+assert keras.backend.backend() == sys.argv[3]
+for name in CASES:
+    np.savez(os.path.join(sys.argv[1], f"{name}.{sys.argv[3]}.npz"), **run_case(name, sys.argv[1]))
 """
 
+SEQ = 16
 
-def build():
-    import keras
 
+def _backbone():
     from keras_bert_zoo.models.bert_backbone import BertBackbone
+
+    return BertBackbone(50, 2, 2, 16, 32, max_sequence_length=SEQ, dropout=0.0)
+
+
+def _packed(rng, rows, lengths):
+    """Packed ids of `rows` rows, row i padded from `lengths[i]` (pairs: segment 1 from 6)."""
+    mask = (np.arange(SEQ)[None] < np.asarray(lengths)[:, None]).astype("int32")
+    return {"token_ids": rng.integers(5, 50, (rows, SEQ)).astype("int32") * mask,
+            "segment_ids": (np.arange(SEQ)[None] >= 6).astype("int32") * mask, "padding_mask": mask}
+
+
+def _pretrainer(rng):
     from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
 
+    x = dict(_packed(rng, 2, [16, 11]), mask_positions=np.array([[1, 2, 7], [4, 5, 0]], "int32"))
+    y = {"mlm_ids": np.array([[6, 7, 8], [9, 10, 0]], "int32"),
+         "mlm_weights": np.array([[1, 1, 1], [1, 1, 0]], "float32"), "nsp_labels": np.array([0, 1], "int32")}
+    return BertPretrainer(_backbone()), x, y, None
+
+
+def _classifier(rng):
+    from keras_bert_zoo.models.bert_classifier import BertClassifier
+
+    return BertClassifier(_backbone(), 3, dropout=0.0), _packed(rng, 2, [16, 9]), np.array([2, 0]), None
+
+
+def _multiple_choice(rng):
+    from keras_bert_zoo.models.bert_multiple_choice import BertMultipleChoice
+
+    x = {k: v.reshape(2, 3, SEQ) for k, v in _packed(rng, 6, [16, 12, 9, 14, 7, 16]).items()}
+    return BertMultipleChoice(_backbone(), 3, dropout=0.0), x, np.array([1, 2]), None
+
+
+def _span_extractor(rng):
+    from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
+
+    return BertSpanExtractor(_backbone()), _packed(rng, 2, [16, 12]), [np.array([7, 0]), np.array([9, 0])], None
+
+
+def _token_labels(rng, num_classes):
+    x = _packed(rng, 2, [16, 10])
+    y = rng.integers(0, num_classes, (2, SEQ)).astype("int32")
+    first_pieces = (rng.random((2, SEQ)) < 0.6) * x["padding_mask"]  # the scored positions
+    return x, y, first_pieces.astype("float32")
+
+
+def _token_classifier(rng):
+    from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier
+
+    return (BertTokenClassifier(_backbone(), 5, dropout=0.0),) + _token_labels(rng, 5)
+
+
+def _feature_extractor(rng):
+    from keras_bert_zoo.models.bert_feature_extractor import BertFeatureExtractor
+
+    model = BertFeatureExtractor(_backbone(), 5, feature="weighted_sum_last_four", lstm_units=4, dropout=0.0)
+    return (model,) + _token_labels(rng, 5)
+
+
+# name -> rng -> (model, x, y, sample_weight)
+CASES = {
+    "pretrainer": _pretrainer,
+    "classifier": _classifier,
+    "multiple_choice": _multiple_choice,
+    "span_extractor": _span_extractor,
+    "token_classifier": _token_classifier,
+    "feature_extractor": _feature_extractor,
+}
+
+
+def run_case(name, directory):
+    """Forward pass and one SGD step of `CASES[name]` on this process's backend.
+
+    TensorFlow writes the starting weights to `directory`; the other backends load them.
+
+    Returns:
+        dict of arrays: `out<i>` the outputs (flattened), `s<i>` and `w<i>` the weights
+        before and after the step, `t<i>` whether weight i is trainable, `loss` and `paths`.
+    """
+    import keras
+
     keras.utils.set_random_seed(0)
-    model = BertPretrainer(BertBackbone(50, 2, 2, 16, 32, max_sequence_length=16, dropout=0.0))
+    model, x, y, sample_weight = CASES[name](np.random.default_rng(0))
     # SGD: the gradients are what is compared. (Adam's m / sqrt(v) would turn float
     # rounding in a near-zero gradient into a full-size step.)
     model.compile(optimizer=keras.optimizers.SGD(0.5), jit_compile=False)
-    return model
+    model(x)
+    weights = os.path.join(directory, f"{name}.weights.h5")
+    if keras.backend.backend() == "tensorflow":
+        model.save_weights(weights)
+    else:
+        model.load_weights(weights)
+    outputs = keras.tree.flatten(model(x))
+    start = [keras.ops.convert_to_numpy(w) for w in model.weights]
+    logs = model.train_on_batch(x, y, sample_weight=sample_weight, return_dict=True)
+    trainable = {id(w) for w in model.trainable_weights}
+    arrays = {f"out{i}": keras.ops.convert_to_numpy(t) for i, t in enumerate(outputs)}
+    arrays.update({f"w{i}": keras.ops.convert_to_numpy(w) for i, w in enumerate(model.weights)})
+    arrays.update({f"s{i}": value for i, value in enumerate(start)})
+    arrays.update({f"t{i}": np.array(id(w) in trainable) for i, w in enumerate(model.weights)})
+    arrays["loss"] = np.array(float(logs["loss"]))
+    arrays["paths"] = np.array([w.path for w in model.weights])
+    return arrays
 
 
-def batch():
-    rng = np.random.default_rng(0)
-    mask = (np.arange(16)[None] < np.array([[16], [11]])).astype("int32")
-    x = {"token_ids": rng.integers(5, 50, (2, 16)).astype("int32") * mask,
-         "segment_ids": (np.arange(16)[None] >= 6).astype("int32") * mask,
-         "padding_mask": mask, "mask_positions": np.array([[1, 2, 7], [4, 5, 0]], "int32")}
-    y = {"mlm_ids": np.array([[6, 7, 8], [9, 10, 0]], "int32"),
-         "mlm_weights": np.array([[1, 1, 1], [1, 1, 0]], "float32"), "nsp_labels": np.array([0, 1], "int32")}
-    return x, y
+@pytest.fixture(scope="module")
+def tensorflow_results(tmp_path_factory):
+    """Every case on TensorFlow (this process), and the directory with its starting weights."""
+    import keras
+
+    directory = str(tmp_path_factory.mktemp("backends"))
+    results = {}
+    for name in CASES:
+        keras.utils.clear_session()
+        results[name] = run_case(name, directory)
+    return directory, results
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_backend_matches_tensorflow_forward_and_a_training_step(backend, tmp_path):
+def test_backend_matches_tensorflow_forward_and_a_training_step(backend, tensorflow_results):
     pytest.importorskip(backend)
-    import keras
-
-    model = build()
-    x, y = batch()
-    model(x)
-    weights = str(tmp_path / "start.weights.h5")
-    model.save_weights(weights)
-    out = model(x)
-    before = [keras.ops.convert_to_numpy(w) for w in model.weights]
-    loss = float(model.train_on_batch(x, y, return_dict=True)["loss"])
+    directory, expected = tensorflow_results
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
-    result = str(tmp_path / f"{backend}.npz")
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, weights, result, root, backend],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, directory, root, backend],
+                          capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = np.load(result)
-    for key in ("mlm_logits", "nsp_logits"):
-        np.testing.assert_allclose(got[key], keras.ops.convert_to_numpy(out[key]), atol=1e-5, err_msg=key)
-    np.testing.assert_allclose(float(got["loss"]), loss, rtol=1e-5)
-    moved = 0
-    for i, w in enumerate(model.weights):  # after one SGD step on each backend
-        after = keras.ops.convert_to_numpy(w)
-        np.testing.assert_allclose(got[f"w{i}"], after, atol=1e-5, err_msg=w.path)
-        moved += not np.allclose(after, before[i], atol=1e-4)
-    assert moved > len(model.weights) // 2  # the step really changed the weights
+    for name, want in expected.items():
+        got = np.load(os.path.join(directory, f"{name}.{backend}.npz"))
+        assert sorted(got.files) == sorted(want), name
+        assert list(got["paths"]) == list(want["paths"]), name
+        outputs = [k for k in want if k.startswith("out")]
+        assert outputs, name
+        for key in outputs:
+            np.testing.assert_allclose(got[key], want[key], atol=1e-5, err_msg=f"{name} {key}")
+        np.testing.assert_allclose(float(got["loss"]), float(want["loss"]), rtol=1e-5, err_msg=name)
+        paths = want["paths"]
+        for i, path in enumerate(paths):  # after one SGD step on each backend
+            np.testing.assert_allclose(got[f"w{i}"], want[f"w{i}"], atol=1e-5, err_msg=f"{name} {path}")
+
+
+def test_the_training_step_moves_the_trainable_weights(tensorflow_results):
+    """The compared step is a real one: most trainable weights move, frozen ones stay."""
+    for name, result in tensorflow_results[1].items():
+        trainable = [i for i in range(len(result["paths"])) if bool(result[f"t{i}"])]
+        frozen = [i for i in range(len(result["paths"])) if not bool(result[f"t{i}"])]
+        moved = sum(not np.array_equal(result[f"s{i}"], result[f"w{i}"]) for i in trainable)
+        assert trainable and moved > len(trainable) // 2, (name, moved, len(trainable))
+        assert all(np.array_equal(result[f"s{i}"], result[f"w{i}"]) for i in frozen), name
