@@ -10,6 +10,8 @@ BENCH_STAMP := $(VENV)/.installed-bench
 export KERAS_BACKEND ?= tensorflow
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_ARGS ?=
+# pytest-xdist processes for `make test` (a whole test file per process: files share fixtures).
+TEST_WORKERS ?= auto
 
 .PHONY: demo test bench install clean
 
@@ -40,7 +42,7 @@ demo: $(STAMP)
 	$(PY) tools/quickstart.py
 
 test: $(TEST_STAMP)
-	$(PY) -m pytest tests keras_bert_zoo $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests keras_bert_zoo $(PYTEST_ARGS)
 
 # Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).
 $(BENCH_STAMP): $(TEST_STAMP)

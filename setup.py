@@ -46,6 +46,9 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-timeout",
+            # `make test` runs the suite on every core (-n auto): most tests are single-threaded
+            # Python and tracing, so two processes on two cores nearly halve its time.
+            "pytest-xdist",
             # metrics/tagging.py is a port of conlleval's entity counting; tests check it against seqeval.
             "seqeval==1.2.2",
             # Real NER data (WNUT-2016 tweets, CoNLL columns, MIT) for the token-classification learning test.
