@@ -36,6 +36,9 @@ $(STAMP): setup.py
 $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test,demo]'
+	# Real SQuAD-style questions for the span-extraction tests: Disfl-QA and Quoref from the
+	# bigbench==1.0.0 sdist (358 MB, sha256-checked; only two task.json files are kept).
+	$(PY) tools/fetch_bigbench_qa.py --output $(VENV)/share/keras_bert_zoo/data/bigbench
 	touch $(TEST_STAMP)
 
 demo: $(STAMP)
