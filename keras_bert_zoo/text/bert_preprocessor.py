@@ -1,19 +1,15 @@
 """`BertPreprocessor`: raw strings (or pairs) -> the backbone's inputs, in-graph."""
 
-import warnings
-
 import keras
 
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.segment_packer import TRUNCATE, SegmentPacker
-from keras_bert_zoo.text.vocabulary import load_vocabulary
+from keras_bert_zoo.text.tokenizer_preprocessor import TokenizerPreprocessor
 from keras_bert_zoo.utils import keras_internals
-from keras_bert_zoo.weights.loading import get_preset_vocabulary
-from keras_bert_zoo.weights.preset_config import preset_lowercase
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
-class BertPreprocessor(keras.layers.Layer):
+class BertPreprocessor(TokenizerPreprocessor):
     """Tokenizes and packs a string, or a pair of strings, into backbone inputs.
 
     Args:
@@ -41,6 +37,8 @@ class BertPreprocessor(keras.layers.Layer):
     >>> x["segment_ids"].numpy().tolist()
     [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
     """
+
+    settings = ("sequence_length", "truncate")
 
     def __init__(self, tokenizer, sequence_length=512, truncate="longest_first", **kwargs):
         super().__init__(**kwargs)
@@ -101,23 +99,6 @@ class BertPreprocessor(keras.layers.Layer):
         }
         return keras.utils.pack_x_y_sample_weight(outputs, y, sample_weight)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
-                "sequence_length": self.sequence_length,
-                "truncate": self.truncate,
-            }
-        )
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
-        return cls(**config)
-
     @classmethod
     def from_preset(cls, preset, sequence_length=512, truncate="longest_first", lowercase=None, **kwargs):
         """Builds the preprocessor with the preset's vocabulary and casing.
@@ -130,17 +111,7 @@ class BertPreprocessor(keras.layers.Layer):
                 contradicts it warns, as the original `validate_case_matches_checkpoint`.
             **kwargs: more `BertTokenizer` arguments (`strip_accents`, `errors`, ...).
         """
-        tokens = load_vocabulary(get_preset_vocabulary(preset))
-        expected = preset_lowercase(preset, tokens)
-        if lowercase is not None and bool(lowercase) != expected:
-            warnings.warn(
-                f"lowercase={lowercase} but the preset {preset!r} is "
-                f"{'uncased' if expected else 'cased'}: its checkpoint was trained with "
-                f"lowercase={expected}. Tokens will not match the checkpoint's.",
-                stacklevel=2,
-            )
-        lowercase = expected if lowercase is None else bool(lowercase)
-        tokenizer = BertTokenizer(tokens, lowercase=lowercase, **kwargs)
+        tokenizer = cls.preset_tokenizer(preset, lowercase, **kwargs)
         return cls(tokenizer, sequence_length=sequence_length, truncate=truncate)
 
 

@@ -17,10 +17,11 @@ from keras_bert_zoo.text.span_windows import (
     max_context_windows,
     window_geometry,
 )
+from keras_bert_zoo.text.tokenizer_preprocessor import TokenizerPreprocessor
 from keras_bert_zoo.utils import keras_internals
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
-class SpanExtractorPreprocessor(keras.layers.Layer):
+class SpanExtractorPreprocessor(TokenizerPreprocessor):
     """Turns (question, context) pairs into `[CLS] question [SEP] window [SEP]` rows.
 
     The question is truncated to `max_query_length` tokens; the context is cut into
@@ -60,6 +61,8 @@ class SpanExtractorPreprocessor(keras.layers.Layer):
     References:
         google-research/bert `run_squad.py`.
     """
+
+    settings = ("sequence_length", "doc_stride", "max_query_length")
 
     def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, **kwargs):
         super().__init__(**kwargs)
@@ -182,24 +185,6 @@ class SpanExtractorPreprocessor(keras.layers.Layer):
         weight = None if sample_weight is None else keras.KerasTensor((None,), dtype="float32")
         return keras.utils.pack_x_y_sample_weight(inputs, (label, label), weight)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
-                "sequence_length": self.sequence_length,
-                "doc_stride": self.doc_stride,
-                "max_query_length": self.max_query_length,
-            }
-        )
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
-        return cls(**config)
-
     @classmethod
     def from_preset(cls, preset, sequence_length=384, doc_stride=128, max_query_length=None, lowercase=None,
                     **kwargs):
@@ -215,13 +200,10 @@ class SpanExtractorPreprocessor(keras.layers.Layer):
                 `BertPreprocessor.from_preset`).
             **kwargs: more `BertTokenizer` arguments (`truncate` is accepted and unused).
         """
-        from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
-
         kwargs.pop("truncate", None)  # windows never truncate a context
         if max_query_length is None:
             max_query_length = min(64, sequence_length // 2)
-        # One place resolves a preset's vocabulary and casing: BertPreprocessor's.
-        tokenizer = BertPreprocessor.from_preset(preset, lowercase=lowercase, **kwargs).tokenizer
+        tokenizer = cls.preset_tokenizer(preset, lowercase, **kwargs)
         return cls(tokenizer, sequence_length, doc_stride, max_query_length)
 
 

@@ -19,6 +19,7 @@ from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.span_windows import max_context_windows, ranges, window_geometry
 from keras_bert_zoo.text.tag_schemes import tag_chunks
+from keras_bert_zoo.text.tokenizer_preprocessor import TokenizerPreprocessor
 from keras_bert_zoo.utils import keras_internals
 
 # Words are separated by any Unicode whitespace (RE2's \s is ASCII only).
@@ -31,7 +32,7 @@ def split_words(texts):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
-class TokenClassifierPreprocessor(keras.layers.Layer):
+class TokenClassifierPreprocessor(TokenizerPreprocessor):
     """Turns sentences (whitespace-separated words) and word labels into tagging windows.
 
     Args:
@@ -65,6 +66,8 @@ class TokenClassifierPreprocessor(keras.layers.Layer):
     >>> y.numpy().tolist(), sample_weight.numpy().tolist()  # scored: each word's first piece
     ([[0, 1, 0, 0, 2, 0, 0, 0]], [[0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0]])
     """
+
+    settings = ("sequence_length", "window_stride")
 
     def __init__(self, tokenizer, sequence_length=128, window_stride=None, **kwargs):
         super().__init__(**kwargs)
@@ -274,29 +277,10 @@ class TokenClassifierPreprocessor(keras.layers.Layer):
             results.append(found)
         return results
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
-                "sequence_length": self.sequence_length,
-                "window_stride": self.window_stride,
-            }
-        )
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
-        return cls(**config)
-
     @classmethod
     def from_preset(cls, preset, sequence_length=128, window_stride=None, truncate=None, lowercase=None, **kwargs):
         """Builds the preprocessor with a preset's vocabulary and casing (see
         `BertPreprocessor.from_preset`); `truncate` is accepted for `Task.from_preset`
         and unused (windows replace truncation)."""
-        from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
-
-        tokenizer = BertPreprocessor.from_preset(preset, lowercase=lowercase, **kwargs).tokenizer
+        tokenizer = cls.preset_tokenizer(preset, lowercase, **kwargs)
         return cls(tokenizer, sequence_length=sequence_length, window_stride=window_stride)

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from keras_bert_zoo import BertBackbone
 from keras_bert_zoo.text import BertPreprocessor, BertTokenizer
-from keras_bert_zoo.text.bert_preprocessor import preset_lowercase
+from keras_bert_zoo.weights.preset_config import preset_lowercase
 from tests.helpers import assert_config_round_trip, assert_saved_model_equal
 from tests.text.reference_tokenizer import FullTokenizer
 
