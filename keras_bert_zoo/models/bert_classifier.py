@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.models.classifier_head import ClassifierHead
 from keras_bert_zoo.models.task import Task
 
 
@@ -25,7 +26,7 @@ def _check_arguments(num_classes, labels, dropout):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
-class BertClassifier(Task):
+class BertClassifier(ClassifierHead, Task):
     """Classifies a sentence or a sentence pair, or scores it (regression), from `[CLS]`.
 
     The pooled `[CLS]` output goes through dropout and a dense layer to one logit per
@@ -96,17 +97,6 @@ class BertClassifier(Task):
         if self.num_classes == 1:
             return None
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-
-    def head_variables(self):
-        """The head under `run_classifier.py`'s names (HF `classifier.*` maps onto them)."""
-        return {"output_weights": self.output_dense.kernel, "output_bias": self.output_dense.bias}
-
-    @classmethod
-    def config_from_checkpoint(cls, tensors):
-        """A fine-tuned classifier head fixes `num_classes`."""
-        if "output_bias" in tensors:
-            return {"num_classes": int(tensors["output_bias"].shape[0])}
-        return {}
 
     def postprocess(self, outputs):
         """Logits → `scores` (regression), or `class_ids`, `probabilities` and, with

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models.classifier_head import ClassifierHead
 from keras_bert_zoo.models.task import Task
 from keras_bert_zoo.text.token_classifier_preprocessor import TokenClassifierPreprocessor
 
@@ -13,7 +14,7 @@ PACKED_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
-class BertTokenClassifier(Task):
+class BertTokenClassifier(ClassifierHead, Task):
     """Labels every word-piece position from `sequence_output`; a word's label is its first piece's.
 
     Dropout and a dense layer give one logit per label at every position (HF's
@@ -91,17 +92,6 @@ class BertTokenClassifier(Task):
         if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
             weighted_metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
-
-    def head_variables(self):
-        """The head under the canonical classifier names (HF `classifier.*` maps onto them)."""
-        return {"output_weights": self.output_dense.kernel, "output_bias": self.output_dense.bias}
-
-    @classmethod
-    def config_from_checkpoint(cls, tensors):
-        """A fine-tuned token-classification head fixes `num_classes`."""
-        if "output_bias" in tensors:
-            return {"num_classes": int(tensors["output_bias"].shape[0])}
-        return {}
 
     def postprocess(self, outputs):
         """Logits -> `label_ids` and `probabilities` per position."""
