@@ -8,7 +8,7 @@ from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.metrics.squad import best_threshold, raw_scores, squad_v1_metrics, squad_v2_metrics
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.task import Task
-from keras_bert_zoo.text.span_decoder import WINDOW_FIELDS, SpanDecoder
+from keras_bert_zoo.text.span_decoder import DECODER_SETTINGS, WINDOW_FIELDS, SpanDecoder
 from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor, as_pairs
 
 ANSWER_KEYS = ("answer_text", "answer_start", "answer_end", "score", "null_score", "score_diff")
@@ -246,13 +246,7 @@ class BertSpanExtractor(Task):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "n_best_size": self.n_best_size,
-                "max_answer_length": self.max_answer_length,
-                "null_score_diff_threshold": self.null_score_diff_threshold,
-            }
-        )
+        config.update({name: getattr(self, name) for name in DECODER_SETTINGS})
         return config
 
     @classmethod

@@ -9,6 +9,9 @@ from keras_bert_zoo.utils import keras_internals
 WINDOW_FIELDS = ("token_starts", "token_ends", "max_context", "example_index")
 
 
+# The decoding settings a span extractor and its SpanDecoder share (both configs hold them).
+DECODER_SETTINGS = ("n_best_size", "max_answer_length", "null_score_diff_threshold")
+
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
 class SpanDecoder(keras.layers.Layer):
     """Picks each question's answer span over its windows, as the original `run_squad.py`.
@@ -138,13 +141,7 @@ class SpanDecoder(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "n_best_size": self.n_best_size,
-                "max_answer_length": self.max_answer_length,
-                "null_score_diff_threshold": self.null_score_diff_threshold,
-            }
-        )
+        config.update({name: getattr(self, name) for name in DECODER_SETTINGS})
         return config
 
 
