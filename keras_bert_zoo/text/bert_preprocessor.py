@@ -2,10 +2,8 @@
 
 import keras
 
-from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.segment_packer import TRUNCATE, SegmentPacker
 from keras_bert_zoo.text.tokenizer_preprocessor import TokenizerPreprocessor
-from keras_bert_zoo.utils import keras_internals
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -41,17 +39,9 @@ class BertPreprocessor(TokenizerPreprocessor):
     settings = ("sequence_length", "truncate")
 
     def __init__(self, tokenizer, sequence_length=512, truncate="longest_first", **kwargs):
-        super().__init__(**kwargs)
-        keras_internals.accept_raw_inputs(self)
-        self.built = True
-        if not isinstance(tokenizer, BertTokenizer):
-            raise ValueError(
-                "`tokenizer` must be a keras_bert_zoo.text.BertTokenizer. "
-                f"Received: tokenizer of type {type(tokenizer).__name__}."
-            )
+        super().__init__(tokenizer, **kwargs)
         if truncate not in TRUNCATE:
             raise ValueError(f"`truncate` must be one of {TRUNCATE}. Received: truncate={truncate!r}.")
-        self.tokenizer = tokenizer
         self.sequence_length = sequence_length
         self.truncate = truncate
         self._packer = None

@@ -10,7 +10,6 @@ import keras
 import tensorflow as tf
 
 from keras_bert_zoo.text import normalize as norm
-from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.span_windows import (
     answer_texts,
     answer_token_spans,
@@ -18,7 +17,6 @@ from keras_bert_zoo.text.span_windows import (
     window_geometry,
 )
 from keras_bert_zoo.text.tokenizer_preprocessor import TokenizerPreprocessor
-from keras_bert_zoo.utils import keras_internals
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
 class SpanExtractorPreprocessor(TokenizerPreprocessor):
@@ -65,14 +63,7 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
     settings = ("sequence_length", "doc_stride", "max_query_length")
 
     def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, **kwargs):
-        super().__init__(**kwargs)
-        keras_internals.accept_raw_inputs(self)
-        self.built = True
-        if not isinstance(tokenizer, BertTokenizer):
-            raise ValueError(
-                "`tokenizer` must be a keras_bert_zoo.text.BertTokenizer. "
-                f"Received: tokenizer of type {type(tokenizer).__name__}."
-            )
+        super().__init__(tokenizer, **kwargs)
         for name, value in (
             ("sequence_length", sequence_length),
             ("doc_stride", doc_stride),
@@ -86,7 +77,6 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
                 f"every window holds context. Received: sequence_length={sequence_length}, "
                 f"max_query_length={max_query_length}."
             )
-        self.tokenizer = tokenizer
         self.sequence_length = sequence_length
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length

@@ -15,12 +15,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.span_windows import max_context_windows, ranges, window_geometry
 from keras_bert_zoo.text.tag_schemes import tag_chunks
 from keras_bert_zoo.text.tokenizer_preprocessor import TokenizerPreprocessor
-from keras_bert_zoo.utils import keras_internals
 
 # Words are separated by any Unicode whitespace (RE2's \s is ASCII only).
 WORD_SEPARATOR = r"[\s\p{Z}]+"
@@ -70,14 +68,7 @@ class TokenClassifierPreprocessor(TokenizerPreprocessor):
     settings = ("sequence_length", "window_stride")
 
     def __init__(self, tokenizer, sequence_length=128, window_stride=None, **kwargs):
-        super().__init__(**kwargs)
-        keras_internals.accept_raw_inputs(self)
-        self.built = True
-        if not isinstance(tokenizer, BertTokenizer):
-            raise ValueError(
-                "`tokenizer` must be a keras_bert_zoo.text.BertTokenizer. "
-                f"Received: tokenizer of type {type(tokenizer).__name__}."
-            )
+        super().__init__(tokenizer, **kwargs)
         if not isinstance(sequence_length, int) or isinstance(sequence_length, bool) or sequence_length < 3:
             raise ValueError(
                 "`sequence_length` must be an int >= 3 ([CLS], one piece, [SEP]). "
@@ -87,7 +78,6 @@ class TokenClassifierPreprocessor(TokenizerPreprocessor):
             not isinstance(window_stride, int) or isinstance(window_stride, bool) or window_stride < 1
         ):
             raise ValueError(f"`window_stride` must be a positive int or None. Received: window_stride={window_stride!r}.")
-        self.tokenizer = tokenizer
         self.sequence_length = sequence_length
         self.window_stride = window_stride
         self._packer = None

@@ -7,6 +7,7 @@ import keras
 
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.vocabulary import load_vocabulary
+from keras_bert_zoo.utils import keras_internals
 from keras_bert_zoo.weights.loading import get_preset_vocabulary
 from keras_bert_zoo.weights.preset_config import preset_lowercase
 
@@ -19,6 +20,17 @@ class TokenizerPreprocessor(keras.layers.Layer):
     tokenizer of a preset."""
 
     settings = ()  # the subclass's constructor arguments besides `tokenizer`
+
+    def __init__(self, tokenizer, **kwargs):
+        super().__init__(**kwargs)
+        keras_internals.accept_raw_inputs(self)  # strings in, no Keras dtype conversion
+        self.built = True
+        if not isinstance(tokenizer, BertTokenizer):
+            raise ValueError(
+                "`tokenizer` must be a keras_bert_zoo.text.BertTokenizer. "
+                f"Received: tokenizer of type {type(tokenizer).__name__}."
+            )
+        self.tokenizer = tokenizer
 
     def get_config(self):
         config = super().get_config()

@@ -17,7 +17,6 @@ keras-tuner's own files go to `tuner_dir` (default `output_dir/tuner`): run the 
 again to resume.
 """
 
-import dataclasses
 import os
 
 from keras_bert_zoo.training.finetuning_config import SQUAD_TASKS, TAGGING_TASKS, FinetuningConfig
