@@ -43,10 +43,10 @@ def test_serving_section_at_a_tiny_size(tmp_path):
     assert "`task.predict`" in rows[1]
     # Where task.predict's time goes: its pieces, each no longer than the whole call.
     breakdown = results["classifier"]["breakdown"]
-    assert breakdown["iterators_per_predict"] >= 1
-    pieces = ("build_pipeline_ms", "count_truncated_ms", "iterator_ms", "keras_predict_on_pipeline_ms", "model_ms")
+    assert breakdown["iterators_per_tf_data_predict"] >= 1
+    pieces = ("prepare_ms", "count_truncated_ms", "model_ms", "tf_data_predict_ms", "iterator_ms")
     assert all(0 < breakdown[k] for k in pieces)
-    assert breakdown["model_ms"] < breakdown["keras_predict_on_pipeline_ms"]
+    assert breakdown["model_ms"] < breakdown["tf_data_predict_ms"]
     assert f"the call {breakdown['predict_ms']:.0f};" in predict_overhead.breakdown_note(breakdown)
     assert "not measured (boom)" in predict_overhead.breakdown_note({"error": "boom"})
 
