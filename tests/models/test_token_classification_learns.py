@@ -23,6 +23,9 @@ def test_frozen_features_tagger_reaches_clearly_nonzero_entity_f1_on_wnut():
     from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
     from keras_bert_zoo.text.token_classifier_preprocessor import TokenClassifierPreprocessor
 
+    import keras
+
+    keras.utils.set_random_seed(0)  # the tagger's initialisation and data order: one run, not a draw
     model_dir = _minilm_dir()
     try:
         data = read_conll(wnut16_path(), scheme="BIO")
@@ -35,11 +38,12 @@ def test_frozen_features_tagger_reaches_clearly_nonzero_entity_f1_on_wnut():
     x_dev, _ = conll_inputs(dev)
     tokenizer = BertPreprocessor.from_preset(model_dir, lowercase=True).tokenizer
     preprocessor = TokenClassifierPreprocessor(tokenizer, 64)
-    tagger = BertFeatureExtractor(BertBackbone.from_preset(model_dir), len(labels), feature="second_to_last",
+    tagger = BertFeatureExtractor(BertBackbone.from_preset(model_dir), len(labels), feature="concat_last_four",
                                   preprocessor=preprocessor, labels=labels, lstm_units=64)
     tagger.fit_cached(x, y, epochs=12, batch_size=32, learning_rate=2e-3, verbose=0)
     scores = entity_scores(dev.tags, tagger.predict_tags(x_dev, batch_size=64))
     print("WNUT dev (394 tweets) entity scores:", {k: scores[k] for k in ("precision", "recall", "f1")})
-    # All-O scores 0; this gave P 0.262, R 0.186, F1 0.217 (all 2,000 training tweets,
-    # 10 tagger epochs, 128 units: dev F1 0.405 with tools/reproduce_table7.py).
-    assert scores["f1"] > 0.1
+    # All-O scores 0. Seeded, this gives P 0.345, R 0.288, F1 0.314 (the concatenation of the last four
+    # layers, Table 7's best; second-to-last gave 0.127 here, too close to the bar). All 2,000 training
+    # tweets, 10 tagger epochs, 128 units: dev F1 0.431 with tools/reproduce_table7.py (docs/ner.md).
+    assert scores["f1"] > 0.2
