@@ -146,17 +146,6 @@ class BertTokenClassifier(ClassifierHead, Task):
         config.update({"num_classes": self.num_classes, "labels": self.labels, "dropout": self.dropout})
         return config
 
-    def save_to_preset(self, directory):
-        """`Task.save_to_preset`, with the preprocessor's `window_stride` kept too."""
-        from keras_bert_zoo.weights import loading
-
-        extra = {"task": {"class_name": type(self).__name__, "config": self.task_config()}}
-        if self.preprocessor is not None:
-            extra["preprocessor"] = {"sequence_length": self.preprocessor.sequence_length,
-                                     "window_stride": self.preprocessor.window_stride}
-            extra["lowercase"] = bool(self.preprocessor.tokenizer.lowercase)
-        return loading.save_to_preset(self, directory, extra=extra)
-
     @classmethod
     def from_preset(cls, preset, num_classes=None, labels=None, sequence_length=None, load_weights=True,
                     window_stride=None, **kwargs):
@@ -173,18 +162,10 @@ class BertTokenClassifier(ClassifierHead, Task):
                 None is the saved task's, else half a window.
             **kwargs: `dropout` (head and backbone) or backbone config overrides.
         """
-        from keras_bert_zoo.weights import loading
-
         if num_classes is None and labels is not None:
             num_classes = len(labels)
-        model = super().from_preset(
+        # window_stride is a preprocessor setting: the saved one unless given (Task.from_preset).
+        return super().from_preset(
             preset, load_weights=load_weights, sequence_length=sequence_length,
-            num_classes=num_classes, labels=labels, **kwargs,
+            num_classes=num_classes, labels=labels, window_stride=window_stride, **kwargs,
         )
-        if window_stride is None:
-            window_stride = (loading.read_task_config(preset).get("preprocessor") or {}).get("window_stride")
-        if window_stride is not None:
-            preprocessor = model.preprocessor  # rebuilt: the constructor checks the value
-            model.preprocessor = type(preprocessor)(preprocessor.tokenizer, preprocessor.sequence_length,
-                                                    window_stride=window_stride)
-        return model

@@ -1,7 +1,6 @@
 """`Task`: a backbone plus a head, fed raw text, with the paper's fine-tuning recipe as `compile()`."""
 
 import functools
-import inspect
 
 import keras
 import numpy as np
@@ -9,11 +8,11 @@ import tensorflow as tf
 
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
+from keras_bert_zoo.models.task_presets import save_task_preset, task_from_preset
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
 from keras_bert_zoo.training.replica_steps import batchwise, fit_on_workers, replica_step_function
 from keras_bert_zoo.utils import keras_internals
-from keras_bert_zoo.weights import loading
 
 # The paper's grid is {5e-5, 4e-5, 3e-5, 2e-5} (§A.3). 5e-5 is its top, keras-hub's and
 # HF Trainer's default, and the one that converges within the single short epoch that
@@ -293,11 +292,7 @@ class Task(keras.Model):
     def save_to_preset(self, directory):
         """Writes the task as a preset: backbone and head weights, vocabulary, task and
         preprocessor settings. `type(task).from_preset(directory)` rebuilds it."""
-        extra = {"task": {"class_name": type(self).__name__, "config": self.task_config()}}
-        if self.preprocessor is not None:
-            extra["preprocessor"] = preprocessor_settings(self.preprocessor)
-            extra["lowercase"] = bool(self.preprocessor.tokenizer.lowercase)
-        return loading.save_to_preset(self, directory, extra=extra)
+        return save_task_preset(self, directory)
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, sequence_length=None, **kwargs):
@@ -319,55 +314,4 @@ class Task(keras.Model):
                 preprocessor's, and default to the saved task's. Anything else
                 overrides the backbone config (`dtype="mixed_bfloat16"`).
         """
-        saved = loading.read_task_config(preset)
-        task = saved.get("task") or {}
-        task_kwargs = dict(task.get("config", {})) if task.get("class_name") == cls.__name__ else {}
-        own = set(inspect.signature(cls.__init__).parameters) - {"self", "backbone", "preprocessor", "kwargs"}
-        explicit = {k: kwargs.pop(k) for k in list(kwargs) if k in own}
-        # The saved preprocessor settings, each overridden by a value the caller gives.
-        accepted = _preset_arguments(cls.preprocessor_cls.from_preset) - {"sequence_length", "lowercase"}
-        settings = {k: v for k, v in (saved.get("preprocessor") or {}).items() if k in accepted}
-        settings.update({k: v for k, v in ((k, kwargs.pop(k)) for k in list(kwargs) if k in accepted)
-                         if v is not None})
-        task_kwargs.update({k: v for k, v in explicit.items() if v is not None})
-        if explicit.get("dropout") is not None:
-            kwargs.setdefault("dropout", explicit["dropout"])
-        tensors = source = None
-        if load_weights:
-            tensors, source = loading.read_preset_tensors(preset)
-            for key, value in cls.config_from_checkpoint(tensors).items():
-                task_kwargs.setdefault(key, value)
-        for key, value in cls.preset_defaults.items():
-            task_kwargs.setdefault(key, value)
-        backbone = cls.backbone_cls.from_preset(preset, load_weights=False, **kwargs)
-        stored = saved.get("preprocessor") or {}
-        length = sequence_length or stored.get("sequence_length")
-        if length is None:
-            length = min(cls.default_sequence_length, backbone.max_sequence_length)
-        if length > backbone.max_sequence_length:
-            raise ValueError(
-                f"`sequence_length` must be at most the backbone's max_sequence_length="
-                f"{backbone.max_sequence_length}. Received: sequence_length={length}."
-            )
-        preprocessor = cls.preprocessor_cls.from_preset(preset, sequence_length=length, **settings)
-        model = cls(backbone, preprocessor=preprocessor, **task_kwargs)
-        if load_weights:
-            loading.assign_declared_weights(model, tensors, source, missing_heads="fresh")
-        return model
-
-
-def _preset_arguments(function):
-    """The named arguments of a `from_preset` (no `preset`, no `**kwargs`)."""
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return {name for name, p in inspect.signature(function).parameters.items() if p.kind in kinds} - {"preset"}
-
-
-def preprocessor_settings(preprocessor):
-    """What a preset stores of a preprocessor: its constructor arguments that are plain
-    values (`sequence_length`, `truncate`, `doc_stride`, `max_query_length`,
-    `window_stride`, ...), not the tokenizer; `type(preprocessor).from_preset(preset,
-    **settings)` rebuilds it with the preset's vocabulary."""
-    config = preprocessor.get_config()
-    names = _preset_arguments(type(preprocessor).__init__) - {"self", "tokenizer"}
-    plain = (bool, int, float, str, type(None))
-    return {name: config[name] for name in sorted(names) if name in config and isinstance(config[name], plain)}
+        return task_from_preset(cls, preset, load_weights, sequence_length, kwargs)

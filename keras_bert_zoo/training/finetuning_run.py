@@ -131,7 +131,7 @@ def _recased(preprocessor, preset, lowercase):
     """The task's preprocessor rebuilt with the casing `check_preset` settled on."""
     import warnings
 
-    from keras_bert_zoo.models.task import preprocessor_settings
+    from keras_bert_zoo.models.task_presets import preprocessor_settings
 
     logger.warning("Tokenizing with lowercase=%s as asked; the preset %r read as the other casing.", lowercase, preset)
     with warnings.catch_warnings():
