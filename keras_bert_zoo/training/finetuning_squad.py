@@ -41,7 +41,7 @@ def _declared_version(path):
     return {"1.1": "v1.1", "2.0": "v2.0"}.get(version.lstrip("v"))
 
 
-def _read(config, name):
+def read_squad_data(config, name):
     """`SquadData` of the data field `name`, checked against the task's SQuAD version."""
     from keras_bert_zoo.data.squad import load_squad_tfds, read_squad
 
@@ -68,7 +68,7 @@ def _read(config, name):
     return data
 
 
-def _head(data, n):
+def first_questions(data, n):
     from keras_bert_zoo.data.squad import SquadData
 
     return SquadData(data.ids[:n], data.questions[:n], data.contexts[:n], data.answers[:n],
@@ -127,10 +127,10 @@ def run_squad_finetuning(config, lowercase, detected, start):
     from keras_bert_zoo.utils.files import atomic_write_json
 
     version = VERSIONS[config.task]
-    train = _read(config, "train_file")
+    train = read_squad_data(config, "train_file")
     if config.max_train_examples is not None:
-        train = _head(train, config.max_train_examples)
-    dev = _read(config, "dev_file")
+        train = first_questions(train, config.max_train_examples)
+    dev = read_squad_data(config, "dev_file")
     keras.utils.set_random_seed(config.seed)
     task = _build_task(config)
     if lowercase != detected:

@@ -16,11 +16,9 @@ Kinds: GLUE and SWAG (`GlueKind`), SQuAD v1.1/v2.0 (`SquadKind`, objective `f1`)
 (`TaggingKind`, entity-level micro `f1`, conlleval's counting).
 """
 
-import warnings
-
 import numpy as np
 
-from keras_bert_zoo.training.finetuning_config import SQUAD_TASKS, TAGGING_TASKS, TFDS_PREFIX, flag
+from keras_bert_zoo.training.finetuning_config import SQUAD_TASKS, TAGGING_TASKS, flag
 
 # The paper's dev metric per GLUE task (GLUE's official one); accuracy for the others.
 GLUE_OBJECTIVES = {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "stsb": "pearson"}
@@ -126,31 +124,13 @@ class SquadKind(TaskKind):
 
         return BertSpanExtractor
 
-    def _read_split(self, name):
-        from keras_bert_zoo.data.squad import load_squad_tfds, read_squad
-
-        source = getattr(self.config, name)
-        try:
-            if self.config.is_tfds(name):
-                data = load_squad_tfds(f"squad/{self.version}", source[len(TFDS_PREFIX):], self.config.tfds_data_dir,
-                                       skip_bad_answers=self.config.skip_malformed)
-            else:
-                data = read_squad(source, skip_bad_answers=self.config.skip_malformed)
-        except ValueError as e:
-            raise ValueError(f"{flag(name)}: {e}") from e
-        if not len(data):
-            raise ValueError(f"{flag(name)}: {source!r} has no questions.")
-        return data
-
     def read(self):
-        from keras_bert_zoo.data.squad import SquadData
+        from keras_bert_zoo.training.finetuning_squad import first_questions, read_squad_data
 
-        train = self._read_split("train_file")
-        n = self.config.max_train_examples
-        if n is not None:
-            train = SquadData(train.ids[:n], train.questions[:n], train.contexts[:n], train.answers[:n],
-                              train.answer_starts[:n], train.skipped)
-        self.train, self.dev = (train.x, train.y), self._read_split("dev_file")
+        train = read_squad_data(self.config, "train_file")
+        if self.config.max_train_examples is not None:
+            train = first_questions(train, self.config.max_train_examples)
+        self.train, self.dev = (train.x, train.y), read_squad_data(self.config, "dev_file")
         return self.train, self.dev
 
     def build(self, learning_rate, seed):
@@ -183,28 +163,14 @@ class TaggingKind(TaskKind):
 
         return BertTokenClassifier
 
-    def _read_split(self, name):
-        from keras_bert_zoo.data.conll import load_conll2003_tfds, read_conll
-
-        source = getattr(self.config, name)
-        try:
-            if self.config.is_tfds(name):
-                data = load_conll2003_tfds(source[len(TFDS_PREFIX):], self.config.tfds_data_dir)
-            else:
-                data = read_conll(source, repair=self.config.skip_malformed)
-        except ValueError as e:
-            raise ValueError(f"{flag(name)}: {e}") from e
-        if not data.words:
-            raise ValueError(f"{flag(name)}: {source!r} has no sentences. Received: {name}={source!r}.")
-        return data
-
     def read(self):
         from keras_bert_zoo.data.conll import conll_inputs, conll_labels
+        from keras_bert_zoo.training.finetuning_tagging import read_tagging_data
 
         if self.config.feature_based:
             raise ValueError(f"{flag('feature_based')}: the search fine-tunes; the feature-based tagger is not "
                              f"searched. Received: feature_based={self.config.feature_based!r}. Drop the flag.")
-        train = self._read_split("train_file")
+        train = read_tagging_data(self.config, "train_file")
         n = self.config.max_train_examples
         if n is not None:
             train = train._replace(words=train.words[:n], tags=train.tags[:n], document_ids=train.document_ids[:n])
@@ -212,7 +178,7 @@ class TaggingKind(TaskKind):
         if len(self.labels) < 2:
             raise ValueError(f"{flag('train_file')}: {self.config.train_file!r} has no entity tags (only 'O').")
         self.train = conll_inputs(train, self.labels)
-        dev = self._read_split("dev_file")
+        dev = read_tagging_data(self.config, "dev_file")
         self.dev = (conll_inputs(dev)[0], dev.tags)
         return self.train, self.dev
 
@@ -220,16 +186,7 @@ class TaggingKind(TaskKind):
         c = self.config
         task = self.task_class.from_preset(c.preset, labels=self.labels, sequence_length=c.sequence_length,
                                            dtype=c.precision)
-        self._compile(task, learning_rate)
-        if self.lowercase != self.detected:
-            from keras_bert_zoo.text.token_classifier_preprocessor import TokenClassifierPreprocessor
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # from_preset warns of the contradiction check_preset resolved
-                task.preprocessor = TokenClassifierPreprocessor.from_preset(
-                    c.preset, sequence_length=task.preprocessor.sequence_length,
-                    window_stride=task.preprocessor.window_stride, lowercase=self.lowercase)
-        return task
+        return self._recase(self._compile(task, learning_rate))
 
     def evaluate(self, task):
         from keras_bert_zoo.metrics.tagging import entity_scores
