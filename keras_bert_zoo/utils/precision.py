@@ -1,0 +1,98 @@
+"""The fast float policy for this machine: `mixed_bfloat16` where bf16 is native, else float32.
+
+On a CPU with native bf16 instructions (AVX512-BF16 or AMX-BF16) oneDNN runs bf16 matmuls
+at about twice the float32 rate; on an AVX2-only CPU bf16 is emulated and *slower* than
+float32 (`../shared/PERFORMANCE.md`). GPUs and TPUs run bf16 natively. `auto_precision()`
+picks accordingly; the environment variable `KERAS_BERT_ZOO_PRECISION` overrides it.
+"""
+
+import os
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+AUTO = "auto"
+ENV = "KERAS_BERT_ZOO_PRECISION"
+_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_flags(path="/proc/cpuinfo"):
+    """The CPU feature flags of the first processor in `path` (empty where unreadable)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags") and ":" in line:
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def cpu_has_native_bf16(flags=None):
+    """True if the CPU executes bf16 dot products natively (AVX512-BF16 or AMX-BF16).
+
+    Args:
+        flags: iterable of str or None. CPU flags; None reads `/proc/cpuinfo`.
+    """
+    flags = cpu_flags() if flags is None else frozenset(flags)
+    return any(flag in flags for flag in _BF16_CPU_FLAGS)
+
+
+def _has_accelerator():
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+    if backend == "jax":
+        import jax
+
+        return jax.default_backend() in ("gpu", "tpu")
+    if backend == "torch":
+        import torch
+
+        return bool(torch.cuda.is_available())
+    return False
+
+
+def auto_precision(flags=None, accelerator=None):
+    """The float policy to use here: `"mixed_bfloat16"` where bf16 is fast, else `"float32"`.
+
+    `KERAS_BERT_ZOO_PRECISION` (one of `float32`, `mixed_bfloat16`, `mixed_float16`), when
+    set, wins.
+
+    Args:
+        flags: iterable of str or None. CPU flags; None reads `/proc/cpuinfo`.
+        accelerator: bool or None. Whether a GPU/TPU runs the model; None asks the backend.
+
+    Returns:
+        str, a Keras dtype policy name.
+    """
+    forced = os.environ.get(ENV, "").strip()
+    if forced:
+        if forced not in PRECISIONS:
+            raise ValueError(
+                f"The environment variable {ENV} must be one of {', '.join(PRECISIONS)}. "
+                f"Received: {forced!r}. Unset it to choose automatically."
+            )
+        return forced
+    if accelerator is None:
+        accelerator = _has_accelerator()
+    if accelerator or cpu_has_native_bf16(flags):
+        return "mixed_bfloat16"
+    return "float32"
+
+
+def resolve_precision(precision):
+    """Returns `precision`, with `"auto"` (or None) replaced by `auto_precision()`.
+
+    Raises:
+        ValueError: for a name that is neither "auto" nor a supported policy.
+    """
+    if precision is None or precision == AUTO:
+        return auto_precision()
+    if precision not in PRECISIONS:
+        raise ValueError(
+            f"`precision` must be 'auto' or one of {', '.join(PRECISIONS)}. Received: {precision!r}."
+        )
+    return precision
