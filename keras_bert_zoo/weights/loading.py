@@ -70,7 +70,14 @@ def _load(targets, preset, verify=True):
     return _assign(targets, tensors, source)
 
 
+POOLER = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
+
+
 def _assign(targets, tensors, source):
+    if all(name in targets and name not in tensors for name in POOLER):
+        # HF's BertFor{QuestionAnswering,TokenClassification} save no pooler (`add_pooling_layer=False`).
+        targets = {name: var for name, var in targets.items() if name not in POOLER}
+        logger.warning("The checkpoint %s has no pooler (bert/pooler/dense): left randomly initialised.", source)
     _check_unexpected(tensors, targets, source)
     mapping.assign_tensors(targets, tensors, source)
     unused = _report_unused(tensors, targets, source)

@@ -109,3 +109,27 @@ def test_real_hf_bert_matches_live_transformers():
     for ours, theirs in zip(out["encoder_outputs"], want.hidden_states):
         np.testing.assert_allclose(np.asarray(ours)[mask], theirs.numpy()[mask], atol=1e-4)
     np.testing.assert_allclose(np.asarray(out["pooled_output"]), want.pooler_output.numpy(), atol=1e-4)
+
+
+def test_hf_question_answering_save_without_pooler_loads(tmp_path, caplog):
+    """HF `BertForQuestionAnswering` saves no pooler (`add_pooling_layer=False`): the span
+    extractor still loads it, its logits = the reference sequence output times `qa_outputs`."""
+    from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
+
+    path, _, (qa_w, qa_b) = _with_heads(tmp_path, google=False)
+    tensors = {k: v for k, v in safetensors.numpy.load_file(os.path.join(path, "model.safetensors")).items()
+               if not k.startswith(("bert.pooler.", "cls.", "classifier."))}
+    safetensors.numpy.save_file(tensors, os.path.join(path, "model.safetensors"))
+    with caplog.at_level("WARNING", logger="keras_bert_zoo.weights"):
+        task = BertSpanExtractor.from_preset(path, sequence_length=16)
+    assert "has no pooler" in caplog.text
+    exp = lib.expected("gelu")
+    start, end = task.predict_on_batch(lib.inputs_of(exp))
+    want = exp["sequence_output"] @ qa_w.T + qa_b  # (batch, seq, 2)
+    np.testing.assert_allclose(np.asarray(start), want[..., 0], atol=lib.ATOL)
+    np.testing.assert_allclose(np.asarray(end), want[..., 1], atol=lib.ATOL)
+    # A backbone-only checkpoint lacking only some pooler tensor is still an error naming it.
+    del tensors["bert.embeddings.LayerNorm.bias"]
+    safetensors.numpy.save_file(tensors, os.path.join(path, "model.safetensors"))
+    with pytest.raises(ValueError, match="embeddings/LayerNorm/beta"):
+        BertSpanExtractor.from_preset(path, sequence_length=16)
