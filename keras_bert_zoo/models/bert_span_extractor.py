@@ -155,7 +155,7 @@ class BertSpanExtractor(Task):
             batch_contexts = contexts[begin : begin + size]
             windows = self.preprocessor.windows(questions[begin : begin + size], batch_contexts)
             inputs, _, _ = inputs_lib.trim_to_longest({k: windows[k] for k in inputs_lib.SEQUENCE_KEYS})
-            start_logits, end_logits = self.predict_on_batch(inputs)
+            start_logits, end_logits = self._window_logits(inputs)
             cut = start_logits.shape[1]
             outputs = {key: windows[key][:, :cut] if key != "example_index" else windows[key] for key in WINDOW_FIELDS}
             outputs.update(start_logits=start_logits, end_logits=end_logits, contexts=batch_contexts)
@@ -163,6 +163,24 @@ class BertSpanExtractor(Task):
         answers = {key: np.concatenate([np.asarray(part[key]) for part in parts]) for key in ANSWER_KEYS}
         answers["answer_text"] = np.array([t.decode("utf-8") for t in answers["answer_text"]], dtype=object)
         return answers
+
+    def _window_logits(self, inputs):
+        """Start and end logits of a batch of windows, one graph for every batch shape.
+
+        `predict_on_batch` retraces for a new number of windows or width until Keras'
+        `reduce_retracing` generalises (~4 s for MiniLM at 384 each time); raw-text batches
+        change both, so on TensorFlow the forward pass is one `tf.function` with a
+        `(None, None)` signature, traced once per task.
+        """
+        if keras.backend.backend() != "tensorflow":
+            return self.predict_on_batch(inputs)
+        forward = self.__dict__.get("_window_forward")
+        if forward is None:
+            spec = {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in inputs_lib.SEQUENCE_KEYS}
+            forward = tf.function(lambda x: tuple(self(x, training=False)), input_signature=[spec])
+            object.__setattr__(self, "_window_forward", forward)  # not a tracked Keras attribute
+        outputs = forward({key: tf.cast(inputs[key], tf.int32) for key in inputs_lib.SEQUENCE_KEYS})
+        return tuple(np.asarray(o) for o in outputs)
 
     def predict_best_spans(self, x, batch_size=None):
         """`predict` without the null threshold: every question's best non-null span

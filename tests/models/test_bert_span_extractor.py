@@ -156,3 +156,15 @@ def test_arguments_are_checked(tmp_path):
         BertSpanExtractor(backbone, max_answer_length=0)
     with pytest.raises(ValueError, match="null_score_diff_threshold"):
         BertSpanExtractor(backbone, null_score_diff_threshold="auto")
+
+
+def test_predict_traces_its_forward_pass_once(tmp_path):
+    """Batches of other window counts and widths reuse one graph; answers do not depend on the batching."""
+    task = BertSpanExtractor.from_preset(_preset(tmp_path), sequence_length=32, doc_stride=8, max_query_length=6,
+                                         dropout=0.0)
+    questions, contexts, _ = _data()
+    answers = [task.predict((questions, contexts), batch_size=size) for size in (1, 3, 4)]
+    assert task._window_forward.experimental_get_tracing_count() == 1
+    for other in answers[1:]:
+        assert other["answer_text"].tolist() == answers[0]["answer_text"].tolist()
+        np.testing.assert_allclose(other["score"], answers[0]["score"], rtol=1e-5)
