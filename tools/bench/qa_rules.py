@@ -1,0 +1,86 @@
+"""Why ours and HF's QA pipeline answer differently: the two rules that differ, one at a time.
+
+`run_squad.py` (ours) and HF's `pipeline("question-answering")` differ in two rules:
+- Windows: our `doc_stride` is the step between windows (the original's); HF passes its
+  `doc_stride` to the tokenizer as the *overlap* of consecutive windows, so with 384 and
+  128 HF's windows start ~233 tokens apart, ours 128.
+- Decoding: ours scores a span by start + end *logit* over all windows of a question and
+  lets a token start an answer only in its "max context" window; HF's softmax-normalises
+  start and end within each window (over its context tokens) and takes the best span by
+  the *product of probabilities*, windows compared on those per-window probabilities,
+  with no max-context rule.
+
+`hf_matched_windows` runs HF's pipeline with, per question, the overlap that makes its
+windows ours (step 128); `ours_with_hf_rule` decodes our windows' logits with HF's rule
+in NumPy. Agreement of the two (same windows, same rule) checks that the logits agree;
+against ours it measures what the decoding rule alone changes.
+"""
+
+import json
+
+import numpy as np
+
+from tools.bench.qa import SETTINGS, agreement
+
+
+def hf_matched_windows(hf, rows):
+    """Worker (HF peer on the path): HF's pipeline, one question per call, windows 128 apart."""
+    import torch
+    import transformers
+
+    pipe = transformers.pipeline("question-answering", model=hf, tokenizer=hf, device=-1)
+    rows = json.load(open(rows, encoding="utf-8"))
+    s, answers = SETTINGS, []
+    for r in rows:
+        q_len = len(pipe.tokenizer(r["question"], add_special_tokens=False)["input_ids"])
+        overlap = s["sequence_length"] - min(q_len, s["max_query_length"]) - 3 - s["doc_stride"]
+        with torch.inference_mode():
+            out = pipe(question=r["question"], context=r["context"], doc_stride=overlap,
+                       max_seq_len=s["sequence_length"], max_question_len=s["max_query_length"],
+                       max_answer_len=s["max_answer_length"], top_k=1, align_to_words=False)
+        answers.append(out["answer"])
+    return {"answers": answers}
+
+
+def hf_rule(start, end, token_starts, token_ends, example_index, contexts, max_answer_length):
+    """HF's `select_starts_ends` + cross-window choice on our windows (see the module)."""
+    best = {}
+    for w in range(start.shape[0]):
+        ok = token_starts[w] >= 0
+        if not ok.any():
+            continue
+        norm = ok.copy()
+        norm[0] = True  # HF's p_mask keeps [CLS] in the softmax, then zeroes its probability
+        p = [np.exp(x - x[norm].max()) * norm for x in (start[w].astype(np.float64), end[w].astype(np.float64))]
+        p = [x / x.sum() * ok for x in p]
+        outer = np.tril(np.triu(np.outer(p[0], p[1])), max_answer_length - 1)
+        i, j = np.unravel_index(np.argmax(outer), outer.shape)
+        e = int(example_index[w])
+        if e not in best or outer[i, j] > best[e][0]:
+            best[e] = (outer[i, j], token_starts[w, i], token_ends[w, j])
+    return [contexts[e][best[e][1] : best[e][2]] if e in best else "" for e in range(len(contexts))]
+
+
+def ours_with_hf_rule(preset, rows):
+    """Worker: our windows and logits (float32), decoded by our rule and by HF's."""
+    from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
+
+    model = BertSpanExtractor.from_preset(preset)
+    rows = json.load(open(rows, encoding="utf-8"))
+    questions, contexts = [r["question"] for r in rows], [r["context"] for r in rows]
+    windows = {k: np.asarray(v) for k, v in model.preprocessor.windows(questions, contexts).items()}
+    start, end = model._window_logits(windows)
+    ours = [str(a) for a in model.predict((questions, contexts), batch_size=SETTINGS["batch_size"])["answer_text"]]
+    theirs = hf_rule(start, end, windows["token_starts"], windows["token_ends"], windows["example_index"], contexts,
+                     SETTINGS["max_answer_length"])
+    return {"ours": ours, "hf_rule": theirs}
+
+
+def compare(ours_rule, hf_matched, hf_default):
+    """Agreement counts of the diagnostic answers (lists of strings)."""
+    return {
+        "our windows, HF rule vs HF matched windows": agreement(ours_rule["hf_rule"], hf_matched["answers"]),
+        "our rule vs HF rule, same windows and logits": agreement(ours_rule["ours"], ours_rule["hf_rule"]),
+        "HF matched windows vs HF default windows": agreement(hf_matched["answers"], hf_default),
+        "ours vs HF default": agreement(ours_rule["ours"], hf_default),
+    }
