@@ -50,6 +50,9 @@ test: $(TEST_STAMP)
 # Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).
 $(BENCH_STAMP): $(TEST_STAMP)
 	$(PY) -m pip install --quiet -e '.[test,demo,bench]'
+	# transformers 5 has no pipeline("question-answering"): the QA bench's HF peer is 4.57.1,
+	# kept out of the venv (its own folder, first on the HF processes' path only).
+	$(PY) -m pip install --quiet --no-deps --target build/hf_qa_peer transformers==4.57.1 huggingface_hub==0.36.0 tokenizers==0.22.1
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
