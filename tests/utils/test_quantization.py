@@ -90,11 +90,16 @@ print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(), "ops":
 
 
 def test_quantized_export_answers_like_the_task(tmp_path):
+    # tools/export.py --quantize int8 on the float preset == the task quantised in process.
+    from tools import export as export_tool
+
+    assert export_tool.QUANTIZE_MODES == quantization.MODES
     task = tiny_classifier(num_classes=3, labels=LABELS)
+    task.save_to_preset(str(tmp_path / "preset"))
     task.quantize("int8")
     expected = np.asarray(task.postprocess(task.predict(SENTENCES, verbose=0))["probabilities"])
     path = str(tmp_path / "export")
-    kbz.export(task, path)
+    export_tool.main(["--model", str(tmp_path / "preset"), "--output", path, "--quantize", "int8"])
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="")
     run = subprocess.run([sys.executable, "-c", _CLIENT, path, json.dumps(SENTENCES)], capture_output=True,
                          text=True, env=env, cwd=str(tmp_path), timeout=300)
