@@ -19,7 +19,6 @@ rows whose label equals ours fp32's.
 
 import json
 import os
-import pathlib
 import tempfile
 
 import numpy as np
