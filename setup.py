@@ -75,6 +75,10 @@ setup(
             # learn_vocabulary's Rust WordPiece trainer: the tensorflow-text learner takes
             # minutes for what it does in seconds. The vocabulary is still re-laid in Google's order.
             "tokenizers",
+            # tools/bench/quantization.py: the int8 peer, the same BERT exported to ONNX and run by
+            # ONNX Runtime in fp32 and dynamic int8 (today's usual fastest CPU answer).
+            "onnx",
+            "onnxruntime",
         ],
         "bench": [
             # Install torch==2.13.0 (CPU build) before this extra: see Makefile `bench`.

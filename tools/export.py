@@ -2,6 +2,7 @@
 
     python tools/export.py --model runs/sst2/preset --output served/sst2/1
     python tools/export.py --model runs/stsb/preset --output served/stsb/1 --text-inputs text_a text_b
+    python tools/export.py --model runs/sst2/preset --output served/sst2_int8/1 --quantize int8
 
 The SavedModel's `serving_default` takes UTF-8 strings (`text`, or the names given to
 --text-inputs) and returns the task's answers (a classifier: `label`, `label_id`,
@@ -9,7 +10,9 @@ The SavedModel's `serving_default` takes UTF-8 strings (`text`, or the names giv
 serialized tf.train.Examples (TF Serving's classify/regress). It loads with
 `tf.saved_model.load` once `tensorflow_text` is imported, and serves unchanged in TF
 Serving's model server (which includes the tensorflow-text ops). The write is atomic:
-an existing export at --output is replaced only by a complete one.
+an existing export at --output is replaced only by a complete one. --quantize int8 exports the
+task with its Dense layers in int8 (`task.quantize("int8")`: oneDNN's VNNI int8 matmul; a
+model saved quantised is exported quantised without the flag).
 """
 
 import argparse
@@ -21,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tools._startup import import_tensorflow  # noqa: E402
 
 SIGNATURES = ("text", "ids", "examples")
+QUANTIZE_MODES = ("int8",)  # keras_bert_zoo.utils.quantization.MODES (a test keeps them equal)
 
 
 def build_parser():
@@ -30,6 +34,8 @@ def build_parser():
     p.add_argument("--signatures", nargs="+", choices=SIGNATURES, default=list(SIGNATURES))
     p.add_argument("--text-inputs", nargs="+", metavar="NAME",
                    help="classifier input names: one (default: text) or two for pairs (text_a text_b)")
+    p.add_argument("--quantize", choices=QUANTIZE_MODES,
+                   help="quantise the task before exporting (int8 weights and activations)")
     return p
 
 
@@ -42,6 +48,8 @@ def main(argv=None):
     from keras_bert_zoo.export_client import load_task
 
     task = load_task(args.model)
+    if args.quantize:
+        task.quantize(args.quantize)
     path = export(task, args.output, signatures=tuple(args.signatures), text_inputs=args.text_inputs)
     print(f"Exported {type(task).__name__} to {path} (signatures: {', '.join(args.signatures)})")
     return path

@@ -60,7 +60,8 @@ def build_parser():
     p.add_argument("--dropout", type=float)
     p.add_argument("--strategy", default="auto", choices=["auto", "cpu", "mirrored", "multi_worker", "tpu"])
     p.add_argument("--tpu", help="TPU name or address (sets TPU_NAME)")
-    p.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"])
+    p.add_argument("--precision", default="auto", choices=["auto", "float32", "mixed_bfloat16", "mixed_float16"],
+                   help="default auto: mixed_bfloat16 where bf16 is native (AVX512-BF16/AMX, GPU/TPU), else float32")
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--warmup-steps", type=int, default=100)
     p.add_argument("--batch-size", type=int, default=32, help="global batch size")

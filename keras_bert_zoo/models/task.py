@@ -12,7 +12,7 @@ from keras_bert_zoo.models.task_presets import save_task_preset, task_from_prese
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
 from keras_bert_zoo.training.replica_steps import batchwise, fit_on_workers, replica_step_function
-from keras_bert_zoo.utils import keras_internals
+from keras_bert_zoo.utils import keras_internals, quantization
 
 # The paper's grid is {5e-5, 4e-5, 3e-5, 2e-5} (§A.3). 5e-5 is its top, keras-hub's and
 # HF Trainer's default, and the one that converges within the single short epoch that
@@ -265,9 +265,23 @@ class Task(keras.Model):
             order = np.arange(len(keras.tree.flatten(outputs)[0]))
         return inputs_lib.restore_order(outputs, order)
 
+    # === Quantisation ===
+    def quantize(self, mode=None, config=None, **kwargs):
+        """Quantises the task's `Dense` layers for inference: `task.quantize("int8")`.
+
+        Keras' int8 weights (per-output-channel abs-max) and per-token int8 activations,
+        run by oneDNN's VNNI kernel on TensorFlow (`utils/quantization.py`). The task
+        keeps saving (`.keras`, `save_to_preset`), reloading and exporting quantised.
+        `config` is the one Keras' wrapper of `quantize` derives from `mode`; only its
+        mode is used.
+        """
+        if kwargs:
+            raise ValueError(f"`Task.quantize` takes only `mode`. Received: {sorted(kwargs)}.")
+        quantization.quantize_task(self, mode if config is None else config.mode)
+
     # === Config and presets ===
     def get_config(self):
-        return {
+        config = {
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             "preprocessor": (
                 None if self.preprocessor is None else keras.saving.serialize_keras_object(self.preprocessor)
@@ -275,18 +289,26 @@ class Task(keras.Model):
             "name": self.name,
             "trainable": self.trainable,
         }
+        mode = quantization.quantization_mode(self)
+        if mode:
+            config["quantization"] = mode  # from_config quantises before the weights load
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        mode = config.pop("quantization", None)
         for key in ("backbone", "preprocessor"):
             if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
-        return cls(**config)
+        task = cls(**config)
+        if mode:
+            task.quantize(mode)
+        return task
 
     def task_config(self):
         """The task's own arguments (no backbone, preprocessor or Keras bookkeeping)."""
-        skip = ("backbone", "preprocessor", "name", "trainable", "dtype")
+        skip = ("backbone", "preprocessor", "name", "trainable", "dtype", "quantization")
         return {k: v for k, v in self.get_config().items() if k not in skip}
 
     def save_to_preset(self, directory):

@@ -4,16 +4,30 @@ from the checkpoint where it has one."""
 
 import inspect
 
-from keras_bert_zoo.weights import loading
+from keras_bert_zoo.utils import quantization
+from keras_bert_zoo.weights import loading, mapping, preset_format
 
 
 def save_task_preset(task, directory):
-    """Writes `task` as a preset (see `Task.save_to_preset`)."""
+    """Writes `task` as a preset (see `Task.save_to_preset`).
+
+    A quantised task is written as its dequantised float weights plus the mode
+    (`task.quantization`); `from_preset` quantises them again, which gives back the
+    same int8 kernels."""
     extra = {"task": {"class_name": type(task).__name__, "config": task.task_config()}}
     if task.preprocessor is not None:
         extra["preprocessor"] = preprocessor_settings(task.preprocessor)
         extra["lowercase"] = bool(task.preprocessor.tokenizer.lowercase)
-    return loading.save_to_preset(task, directory, extra=extra)
+    mode = quantization.quantization_mode(task)
+    if mode is None:
+        return loading.save_to_preset(task, directory, extra=extra)
+    extra["task"]["quantization"] = mode
+    floats = quantization.dequantized_variables(task)
+    tensors = mapping.collect_tensors({n: floats.get(id(v), v) for n, v in task.declared_variables().items()})
+    vocabulary = task.preprocessor.tokenizer if task.preprocessor is not None else None
+    return preset_format.write_preset(
+        directory, tensors, loading.backbone_config(task.backbone), vocabulary=vocabulary, extra=extra
+    )
 
 
 def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
@@ -53,6 +67,8 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     model = cls(backbone, preprocessor=preprocessor, **task_kwargs)
     if load_weights:
         loading.assign_declared_weights(model, tensors, source, missing_heads="fresh")
+    if task.get("class_name") == cls.__name__ and task.get("quantization"):
+        model.quantize(task["quantization"])
     return model
 
 

@@ -17,6 +17,7 @@ TASKS = GLUE_TASKS + ("swag",) + SQUAD_TASKS + TAGGING_TASKS
 FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
                    "weighted_sum_all")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+PRECISION_CHOICES = ("auto",) + PRECISIONS  # "auto": keras_bert_zoo.utils.precision.auto_precision()
 TFDS_PREFIX = "tfds:"  # `--train-file tfds:train`: the task's GLUE split from tensorflow-datasets
 
 
@@ -66,7 +67,7 @@ class FinetuningConfig:
     seed: int = 12345  # head initialisation, dropout and data order
     max_train_examples: int = None  # use only the first N training rows (None: all)
     strategy: str = "auto"  # see `keras_bert_zoo.get_strategy`
-    precision: str = "float32"  # one of PRECISIONS
+    precision: str = "auto"  # "auto" (bf16 where native, else float32) or one of PRECISIONS; resolved here
     lowercase: bool = None  # None: the preset's casing; a value that contradicts it is refused
     tfds_data_dir: str = None  # where "tfds:<split>" datasets were prepared (None: tfds's default)
     skip_malformed: bool = False  # drop malformed rows (counted in the log) instead of failing
@@ -93,9 +94,13 @@ class FinetuningConfig:
             raise ValueError(f"{flag('learning_rate')} must be positive. Received: learning_rate={self.learning_rate!r}.")
         if not isinstance(self.warmup_ratio, (int, float)) or not 0.0 <= self.warmup_ratio <= 1.0:
             raise ValueError(f"{flag('warmup_ratio')} must be in [0, 1]. Received: warmup_ratio={self.warmup_ratio!r}.")
-        if self.precision not in PRECISIONS:
+        if self.precision not in PRECISION_CHOICES:
             raise ValueError(f"{flag('precision')}: unknown precision. Received: precision={self.precision!r}. "
-                             f"Use one of {PRECISIONS}.")
+                             f"Use one of {PRECISION_CHOICES}.")
+        from keras_bert_zoo.utils.precision import resolve_precision
+
+        # Resolved once: the run, its results.json and its tuning trials all see the concrete policy.
+        object.__setattr__(self, "precision", resolve_precision(self.precision))
         from keras_bert_zoo.training.distribute import STRATEGIES
 
         if self.strategy not in STRATEGIES:

@@ -226,7 +226,7 @@ def run_finetuning(config):
 def _write_results(config, callbacks, train_examples, train_seconds, start):
     from keras_bert_zoo.utils.files import atomic_write_json
 
-    results = {"task": config.task, "preset": config.preset}
+    results = {"task": config.task, "preset": config.preset, "precision": config.precision}
     for name, callback in callbacks.items():
         last = dict(callback.history[-1])
         last.pop("epoch")

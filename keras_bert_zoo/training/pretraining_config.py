@@ -10,6 +10,7 @@ import numbers
 import os
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+PRECISION_CHOICES = ("auto",) + PRECISIONS  # "auto": keras_bert_zoo.utils.precision.auto_precision()
 OBJECTIVES = ("mlm", "ltr")
 SIZE_KEYS = ("num_layers", "num_heads", "hidden_dim", "intermediate_dim", "max_sequence_length")
 PHASE2_KEYS = ("phase2_sequence_length", "phase2_max_predictions", "phase2_batch_size", "phase2_tfrecords")
@@ -49,7 +50,7 @@ class PretrainingConfig:
     size: dict = dataclasses.field(default_factory=dict)  # SIZE_KEYS (+ dropout): custom size or preset overrides
     load_weights: bool = False  # start from the preset's backbone and the MLM / NSP heads it has
     strategy: str = "auto"  # see `get_strategy`
-    precision: str = "float32"  # one of PRECISIONS (mixed_float16 scales the loss)
+    precision: str = "auto"  # "auto" (bf16 where native, else float32; resolved here) or one of PRECISIONS
     steps: int = 1000  # training steps of the whole run (both phases): the schedule's length
     warmup_steps: int = 100  # linear learning-rate warm-up
     batch_size: int = 32  # global batch size (summed over replicas)
@@ -77,8 +78,11 @@ class PretrainingConfig:
     def __post_init__(self):
         object.__setattr__(self, "size", dict(self.size or {}))
         self._check_sources()
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"Unknown precision. Received: precision={self.precision!r}. Use one of {PRECISIONS}.")
+        if self.precision not in PRECISION_CHOICES:
+            raise ValueError(f"Unknown precision. Received: precision={self.precision!r}. Use one of {PRECISION_CHOICES}.")
+        from keras_bert_zoo.utils.precision import resolve_precision
+
+        object.__setattr__(self, "precision", resolve_precision(self.precision))  # resolved once, recorded as such
         if self.train_files is not None and self.vocabulary is None and self.preset is None:
             raise ValueError("Text input needs a `vocabulary` (vocab.txt) or a `preset` that has one.")
         if self.preset is None and not self.size:

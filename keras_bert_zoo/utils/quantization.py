@@ -1,0 +1,140 @@
+"""int8 inference for a task: Keras' own int8 weights, multiplied by oneDNN's VNNI kernel.
+
+`quantize_task(task, "int8")` quantises every `keras.layers.Dense` of a task with Keras'
+`Model.quantize("int8")`: per-output-channel abs-max int8 kernels and a float
+`kernel_scale` (the Keras format, so `.keras` files keep them), activations quantised
+per token (abs-max over the features) at call time. Embeddings, LayerNorm and the
+attention products stay in the task's float policy.
+
+Why not Keras' own int8 call: on TensorFlow it multiplies int8 by int8 with
+`tf.matmul(..., output_type=int32)`, an Eigen kernel that runs at ~44 GFLOP/s on a
+Zen 4 core pair where the bf16 matmul runs at ~417 (measured, `tools/bench/quantization.py`),
+i.e. int8 would be ~10x *slower* than bf16. TensorFlow's `QuantizedMatMulWithBias`
+(uint8 x int8 -> int32) is oneDNN's VNNI kernel (~560-600 GFLOP/s there). On
+TensorFlow the quantised `Dense` layers therefore compute the same integer product
+through it: the int8 activations are shifted by +128 into uint8 and the shift is taken
+back exactly through an int32 bias of -128 * column sums of the kernel, so the int32
+accumulator equals Keras' int8 x int8 product bit for bit. Other backends keep Keras'
+own int8 call.
+"""
+
+import functools
+
+import keras
+
+MODES = ("int8",)
+
+
+def check_mode(mode):
+    """Returns `mode` if it is a supported quantisation mode, else raises a clear error."""
+    if mode not in MODES:
+        raise ValueError(
+            f"`mode` must be one of {', '.join(repr(m) for m in MODES)} (weights and activations "
+            f"in int8). Received: mode={mode!r}."
+        )
+    return mode
+
+
+def quantization_mode(model):
+    """The quantisation mode of `model`'s `Dense` layers ("int8"), or None if it is float."""
+    modes = {
+        layer.quantization_mode
+        for layer in model._flatten_layers()
+        if isinstance(layer, keras.layers.Dense) and layer.quantization_mode
+    }
+    return next(iter(modes)) if modes else None
+
+
+def _is_dense(layer, config=None):
+    return type(layer) is keras.layers.Dense
+
+
+def quantize_task(task, mode):
+    """Quantises the `Dense` layers of a built task in place and installs the fast int8 call.
+
+    Args:
+        task: a built `keras_bert_zoo` task (any `keras.Model`).
+        mode: str. "int8".
+
+    Raises:
+        ValueError: for an unknown mode, or a task that is already quantised.
+    """
+    check_mode(mode)
+    current = quantization_mode(task)
+    if current is not None:
+        raise ValueError(
+            f"This task is already quantised ({current}); quantise the float task once. "
+            f"Received: mode={mode!r}."
+        )
+    keras.Model.quantize(task, mode, filters=_is_dense)
+    install_fast_int8(task)
+    return task
+
+
+def install_fast_int8(model):
+    """Makes every int8 `Dense` of `model` run oneDNN's uint8 x int8 kernel (TensorFlow only).
+
+    Returns:
+        int, the number of layers that got the fast call (0 on other backends).
+    """
+    if keras.backend.backend() != "tensorflow":
+        return 0
+    count = 0
+    for layer in model._flatten_layers():
+        if isinstance(layer, keras.layers.Dense) and layer.quantization_mode == "int8":
+            # Keras 3.15 dispatches an int8 Dense to `self._int8_call`; check it is still so.
+            if not callable(getattr(layer, "_int8_call", None)) or not hasattr(layer, "kernel_scale"):
+                raise RuntimeError(
+                    "keras_bert_zoo's int8 path needs Keras' Dense._int8_call and kernel_scale "
+                    f"(Keras 3.15); this Keras {keras.__version__} lacks them."
+                )
+            layer._int8_call = functools.partial(_vnni_int8_call, layer)
+            count += 1
+    return count
+
+
+def _vnni_int8_call(layer, inputs, training=None):
+    """`Dense` in int8: the same numbers as Keras' `_int8_call`, on oneDNN's VNNI kernel."""
+    import tensorflow as tf
+
+    kernel = tf.convert_to_tensor(layer._kernel)  # (in, out) int8
+    kernel_scale = tf.cast(tf.convert_to_tensor(layer.kernel_scale), tf.float32)  # (out,)
+    x = tf.convert_to_tensor(inputs)
+    in_dim, out_dim = kernel.shape[0], kernel.shape[1]
+    lead = tf.shape(x)[:-1]
+    x = tf.reshape(tf.cast(x, tf.float32), (-1, in_dim))  # (tokens, in)
+    # Keras' AbsMaxQuantizer(axis=-1): scale = 127 / (max |x| + epsilon), round, clip.
+    x_scale = 127.0 / (tf.reduce_max(tf.abs(x), axis=-1, keepdims=True) + keras.backend.epsilon())
+    x_q = tf.clip_by_value(tf.round(x * x_scale), -127.0, 127.0)
+    x_u8 = tf.bitcast(tf.cast(x_q + 128.0, tf.uint8), tf.quint8)  # exact: x_q + 128 in [1, 255]
+    # (x_q + 128) @ W - 128 * colsum(W) == x_q @ W, in int32 (checked exactly in the tests).
+    shift = -128 * tf.reduce_sum(tf.cast(kernel, tf.int32), axis=0)  # (out,)
+    acc = tf.raw_ops.QuantizedMatMulWithBias(
+        a=x_u8, b=tf.bitcast(kernel, tf.qint8), bias=tf.bitcast(shift, tf.qint32),
+        min_a=0.0, max_a=255.0, min_b=-127.0, max_b=127.0, Toutput=tf.qint32,
+    )[0]
+    y = tf.cast(tf.bitcast(acc, tf.int32), tf.float32) / (x_scale * kernel_scale)  # (tokens, out)
+    y = tf.reshape(y, tf.concat([lead, [out_dim]], axis=0))
+    y = tf.cast(y, layer.compute_dtype)
+    if layer.bias is not None:
+        y = y + tf.cast(layer.bias, layer.compute_dtype)
+    if layer.activation is not None:
+        y = layer.activation(y)
+    return y
+
+
+def dequantized_variables(model):
+    """`{id(variable): float array}` for the int8 kernels of `model`: `q / kernel_scale`.
+
+    A preset stores these floats with the mode; quantising them again on load gives back
+    the same int8 kernels (abs-max maps each column's largest value to exactly 127).
+    """
+    import numpy as np
+
+    out = {}
+    for layer in model._flatten_layers():
+        if isinstance(layer, keras.layers.Dense) and layer.quantization_mode == "int8":
+            q = np.asarray(keras.ops.convert_to_numpy(layer._kernel), np.float32)
+            scale = np.asarray(keras.ops.convert_to_numpy(layer.kernel_scale), np.float32)
+            out[id(layer._kernel)] = q / scale[None, :]
+    return out
