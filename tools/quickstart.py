@@ -65,9 +65,9 @@ def parse_args(argv=None):
     p.add_argument("--seq-length", type=int, default=64)
     p.add_argument("--max-predictions", type=int, default=10)
     p.add_argument("--batch-size", type=int, default=32)
-    # 1000 in bf16 (auto): a step of BERT-Mini costs ~0.3 CPU-seconds there, half of float32's;
-    # measured at 600 steps (README): peak lr 2.5e-4 gave held-out MLM 0.083, 1.25e-4 0.080,
-    # 5e-4 and 1e-3 stayed at the unigram 0.045 at step 200; NSP stayed at 0.5 in all.
+    # 1000 in bf16 (auto; ~0.3 CPU-seconds a step of BERT-Mini): held-out MLM 0.101 vs unigram
+    # 0.045 (335 CPU-s for stage 1). At 600 steps (README's table) peak lr 2.5e-4 gave MLM 0.083,
+    # 1.25e-4 0.080; 5e-4 and 1e-3 were still at the unigram 0.044 at step 200.
     p.add_argument("--steps", type=int, default=1000, help="Training steps (the LR schedule's length).")
     p.add_argument("--time-budget", type=float, default=None,
                    help="Optional: stop training early after this many seconds (--steps is the planned "
