@@ -34,9 +34,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from tools import quickstart_stages as stages  # noqa: E402
 
 TINY = dict(size=None, max_articles=30, vocabulary_size=600, seq_length=64, batch_size=16,
-            steps=150, eval_every=50, eval_batches=4, max_predictions=10, learning_rate=2.5e-4,
-            train_examples=512, dev_examples=200, finetune_batch_size=8)
+            steps=100, eval_every=50, eval_batches=4, max_predictions=10, learning_rate=2.5e-4,
+            train_examples=512, dev_examples=200, finetune_batch_size=8, throughput_examples=64)
 STAGES = ("pretrain", "finetune", "serve")
+PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
 
 
 def _stages(value):
@@ -64,8 +65,10 @@ def parse_args(argv=None):
     p.add_argument("--seq-length", type=int, default=64)
     p.add_argument("--max-predictions", type=int, default=10)
     p.add_argument("--batch-size", type=int, default=32)
-    # 300, not 600: stages 2-3 need the other half of the 10 minutes (600 took 263 s on a quiet host).
-    p.add_argument("--steps", type=int, default=300, help="Training steps (the LR schedule's length).")
+    # 1000 in bf16 (auto; ~0.3 CPU-seconds a step of BERT-Mini): held-out MLM 0.101 vs unigram
+    # 0.045 (335 CPU-s for stage 1). At 600 steps (README's table) peak lr 2.5e-4 gave MLM 0.083,
+    # 1.25e-4 0.080; 5e-4 and 1e-3 were still at the unigram 0.044 at step 200.
+    p.add_argument("--steps", type=int, default=1000, help="Training steps (the LR schedule's length).")
     p.add_argument("--time-budget", type=float, default=None,
                    help="Optional: stop training early after this many seconds (--steps is the planned "
                    "length and the learning-rate schedule's). Default none: results then do not depend "
@@ -78,6 +81,9 @@ def parse_args(argv=None):
     p.add_argument("--warmup-fraction", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--workers", type=int, default=None, help="Processes for corpus preparation.")
+    p.add_argument("--precision", default="auto", choices=PRECISIONS, help="Float policy of pretraining; "
+                   "auto: mixed_bfloat16 where the CPU has native bf16 (AVX512-BF16/AMX) or on a GPU/TPU, "
+                   "else float32.")
     p.add_argument("--stages", type=_stages, default=STAGES, help="Comma-separated subset of "
                    f"{','.join(STAGES)}; finetune without pretrain uses the run's preset/ (or --our-preset).")
     f = p.add_argument_group("fine-tuning (stage 2)")
@@ -93,6 +99,10 @@ def parse_args(argv=None):
     # on 512 examples), 5e-5 reached 0.70.
     f.add_argument("--finetune-learning-rate", type=float, default=5e-5)
     f.add_argument("--finetune-seq-length", type=int, default=64)
+    # float32, not auto: in mixed_bfloat16 all-MiniLM-L6-v2 stayed at the majority class (0.530 on
+    # 512 examples, lr 5e-5) where float32 reached 0.705, and ran only 9% faster (36 vs 40 CPU-s).
+    f.add_argument("--finetune-precision", default="float32", choices=PRECISIONS,
+                   help="Float policy of fine-tuning (stage 2).")
     f.add_argument("--real-preset", default=None, help="Real pretrained weights to compare with "
                    "(any preset); default all-MiniLM-L6-v2 as `make install` installs it.")
     f.add_argument("--real-lowercase", action=argparse.BooleanOptionalAction, default=None,
@@ -102,6 +112,8 @@ def parse_args(argv=None):
                    "to compare (default <runs-dir>/<name>/preset).")
     f.add_argument("--serve-examples", type=int, default=5, help="Held-out sentences classified by "
                    "the served model.")
+    f.add_argument("--throughput-examples", type=int, default=256, help="Dev sentences (batches of 32) "
+                   "timed for the served throughput.")
     p.add_argument("--tiny", action="store_true", help="A seconds-long run (for tests): 2 layers, "
                    "hidden 256, a few articles; explicit flags still override.")
     p.add_argument("--no-progress", action="store_true", help="No progress bars.")
@@ -114,7 +126,7 @@ def parse_args(argv=None):
     if args.real_preset is None and args.real_lowercase is None:
         args.real_lowercase = True  # all-MiniLM-L6-v2 is uncased; its HF folder reads as cased
     for name in ("train_examples", "dev_examples", "finetune_epochs", "finetune_batch_size",
-                 "finetune_seq_length", "serve_examples", "steps"):
+                 "finetune_seq_length", "serve_examples", "throughput_examples", "steps"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1. Received: {getattr(args, name)}.")
     if bool(args.train_file) != bool(args.dev_file):
@@ -134,34 +146,53 @@ def pretrain_stage(args, run):
     return stages.pretraining_summary(run, corpus, data, training, evaluation, preset_dir, samples)
 
 
+def _cpu_seconds():
+    """User + system CPU time of this process and the processes it waited for (the serving client)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _run_stage(name, summary, run, args, our_preset):
+    if name == "pretrain":
+        summary.update(pretrain_stage(args, run))
+    elif name == "finetune":
+        from tools import quickstart_finetune
+
+        summary["finetuning"], _ = quickstart_finetune.finetune(args, run, our_preset)
+    else:
+        from tools import quickstart_serve
+
+        summary["serving"] = quickstart_serve.serve(args, run, summary.get("finetuning"))
+
+
 def main(argv=None):
     args = parse_args(argv)
+    started, cpu_started, load = time.perf_counter(), _cpu_seconds(), os.getloadavg()[0]
     import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
+    from keras_bert_zoo.utils.precision import resolve_precision
+
+    args.precision = resolve_precision(args.precision)
+    args.finetune_precision = resolve_precision(args.finetune_precision)
+    stages.say("setup", f"precision {args.precision} (pretraining), {args.finetune_precision} (fine-tuning); "
+               f"load average {load:.1f}")
     run = stages.RunDir(os.path.join(args.runs_dir, args.name))
-    started = time.perf_counter()
     summary = {}
     if set(args.stages) != set(STAGES) and os.path.isfile(run("summary.json")):
         # A subset of the stages: the figures of the stages not run stay from the run before.
         with open(run("summary.json"), encoding="utf-8") as f:
             summary = json.load(f)
-    summary.update({"args": vars(args), "stages": list(args.stages), "seconds": dict(summary.get("seconds", {}))})
-    our_preset = args.our_preset or run("preset")
-    if "pretrain" in args.stages:
-        summary.update(pretrain_stage(args, run))
-        our_preset = summary["preset_dir"]
-        summary["seconds"]["pretrain"] = time.perf_counter() - started
-    if "finetune" in args.stages:
-        from tools import quickstart_finetune
-
-        begin = time.perf_counter()
-        summary["finetuning"], _ = quickstart_finetune.finetune(args, run, our_preset)
-        summary["seconds"]["finetune"] = time.perf_counter() - begin
-    if "serve" in args.stages:
-        from tools import quickstart_serve
-
-        begin = time.perf_counter()
-        summary["serving"] = quickstart_serve.serve(args, run, summary.get("finetuning"))
-        summary["seconds"]["serve"] = time.perf_counter() - begin
+    summary.update({"args": vars(args), "stages": list(args.stages), "seconds": dict(summary.get("seconds", {})),
+                    "cpu_seconds": dict(summary.get("cpu_seconds", {})), "load_average_start": load})
+    for name in STAGES:
+        if name in args.stages:
+            begin, cpu = time.perf_counter(), _cpu_seconds()
+            ours = summary.get("preset_dir") if "pretrain" in args.stages else args.our_preset or run("preset")
+            _run_stage(name, summary, run, args, ours)
+            summary["seconds"][name] = time.perf_counter() - begin
+            summary["cpu_seconds"][name] = _cpu_seconds() - cpu
+    summary.update(cpu_seconds_total=_cpu_seconds() - cpu_started, load_average_end=os.getloadavg()[0])
     return stages.write_summary(run, summary, seconds=time.perf_counter() - started)
 
 

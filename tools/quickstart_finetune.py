@@ -125,7 +125,7 @@ def finetune(args, run, our_preset):
             "sst2", data["train_file"], data["dev_file"], preset, run("finetune", name),
             epochs=args.finetune_epochs, batch_size=args.finetune_batch_size,
             learning_rate=args.finetune_learning_rate, sequence_length=args.finetune_seq_length,
-            seed=args.seed, lowercase=lowercase, progress=False)
+            seed=args.seed, lowercase=lowercase, progress=False, precision=args.finetune_precision)
         results = run_finetuning(config)
         _tensorboard(run("tensorboard", "finetune", name), results)
         block[name] = {"dev_accuracy": results["dev"]["accuracy"], "dev_f1": results["dev"].get("f1"),

@@ -43,7 +43,7 @@ def serve(args, run, finetuning=None):
     # Held-out text: dev rows the model was scored on, not trained on.
     texts, labels = read_glue("sst2", os.path.join(run("finetune", "data", "dev.tsv")))
     request = {"texts": list(texts[: args.serve_examples]), "labels": [int(y) for y in labels[: args.serve_examples]],
-               "throughput_texts": list(texts[:256])}
+               "throughput_texts": list(texts[: args.throughput_examples])}
     atomic_write_json(run("export", "request.json"), request)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     out = subprocess.run([sys.executable, CLIENT, path, run("export", "request.json")], env=env,

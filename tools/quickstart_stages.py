@@ -161,7 +161,7 @@ def pretrain(args, run, corpus, vocab_path):
         learning_rate=args.learning_rate, sequence_length=args.seq_length, max_predictions=args.max_predictions,
         save_every=min(args.eval_every, args.steps), log_dir=run("tensorboard"),
         eval_every=min(args.eval_every, args.steps), eval_batches=args.eval_batches, seed=args.seed,
-        progress=False, time_budget=args.time_budget)
+        progress=False, time_budget=args.time_budget, precision=args.precision)
     bar = progress_bar_callback(args.steps, enabled=not args.no_progress)
     start = time.perf_counter()
     result = run_pretraining(config, callbacks=[bar])
@@ -245,7 +245,7 @@ def reload_and_fill_mask(args, run, model, preset_dir, corpus, held_out_batches,
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
     from keras_bert_zoo.training.fill_mask import fill_mask
 
-    reloaded = BertPretrainer.from_preset(preset_dir)
+    reloaded = BertPretrainer.from_preset(preset_dir, dtype=args.precision)  # the trained model's policy
     x = held_out_batches[0][0]
     diff = float(np.max(np.abs(model.predict_on_batch(x)["mlm_logits"]
                                - reloaded.predict_on_batch(x)["mlm_logits"])))
@@ -283,7 +283,8 @@ def write_summary(run, summary, seconds):
 
     summary = dict(summary, total_seconds=seconds)
     atomic_write_json(run("summary.json"), summary)
-    parts = [f"{seconds:.0f}s in total"]
+    parts = [f"{seconds:.0f}s in total ({summary['cpu_seconds_total']:.0f} CPU-seconds; load average "
+             f"{summary['load_average_start']:.1f} at the start, {summary['load_average_end']:.1f} at the end)"]
     if "heldout" in summary:
         parts.append(f"MLM {summary['heldout']['mlm_accuracy']:.3f} vs unigram "
                      f"{summary['heldout']['unigram_accuracy']:.3f}")

@@ -38,8 +38,10 @@ def test_stages_and_labelled_data_flags():
     assert quickstart.parse_args([]).stages == ("pretrain", "finetune", "serve")
     assert quickstart.parse_args(["--stages", "finetune, serve"]).stages == ("finetune", "serve")
     assert quickstart.parse_args([]).time_budget is None  # a fixed number of steps, whatever the load
+    defaults = quickstart.parse_args([])
+    assert (defaults.precision, defaults.finetune_precision) == ("auto", "float32")
     for bad in (["--stages", "pretrain,deploy"], ["--stages", ","], ["--train-file", "a.tsv"],
-                ["--train-examples", "0"]):
+                ["--train-examples", "0"], ["--precision", "bfloat16"], ["--throughput-examples", "0"]):
         with pytest.raises(SystemExit):
             quickstart.parse_args(bad)
 
@@ -120,7 +122,11 @@ def test_quickstart_tiny_end_to_end(tmp_path):
     assert on_disk["heldout"]["mlm_accuracy"] == pytest.approx(heldout["mlm_accuracy"])
     assert on_disk["finetuning"] == json.loads(json.dumps(summary["finetuning"]))
     assert on_disk["serving"]["sentences_per_second"] == pytest.approx(summary["serving"]["sentences_per_second"])
-    assert set(on_disk["seconds"]) == {"pretrain", "finetune", "serve"}
+    assert set(on_disk["seconds"]) == set(on_disk["cpu_seconds"]) == {"pretrain", "finetune", "serve"}
+    assert 0 < sum(on_disk["cpu_seconds"].values()) <= on_disk["cpu_seconds_total"]
+    from keras_bert_zoo.utils.precision import auto_precision
+
+    assert on_disk["args"]["precision"] == auto_precision()
 
 
 def _check_finetuning(run, finetuning):
@@ -162,5 +168,5 @@ def _check_serving(run, serving, finetuning):
     rows = open(run / "finetune" / "data" / "dev.tsv", encoding="utf-8").read().splitlines()[1:]
     predictions = serving["predictions"]
     assert [p["text"] for p in predictions] == [r.rsplit("\t", 1)[0] for r in rows[: len(predictions)]]
-    assert len(predictions) == 5
+    assert len(predictions) == 5 and serving["throughput_sentences"] == quickstart.TINY["throughput_examples"]
     assert all(p["label"] in ("negative", "positive") and 0.5 <= p["probability"] <= 1.0 for p in predictions)
