@@ -60,12 +60,18 @@ def goals(results, pieces, roof):
         f"Batch-1 median latency, ours defaults vs the fastest peer ({lat_peer_name}): "
         f"{_ratio(lat_peer, ours.get('latency_ms'))} faster.",
     ]
-    served = results.get("ours exported (float32)", {})
-    if "forward_ms" in ours and "latency_ms" in served:
-        lines.append(
-            f"- Goal 5 (exported batch-1 latency ≤ 1.2× the model's forward time): served {served['latency_ms']:.1f} "
-            f"ms vs the float32 model's own forward {ours['forward_ms']:.1f} ms on the same rows packed beforehand "
-            f"(Keras `predict_on_batch`): **{served['latency_ms'] / ours['forward_ms']:.2f}×**.")
+    for name in ("ours exported (float32)", "ours exported (bf16)"):
+        served = results.get(name, {})
+        if "forward_ms" in served:
+            lines.append(
+                f"- Goal 5 (exported batch-1 latency ≤ 1.2× the model's forward time), {name}: strings → labels "
+                f"{served['latency_ms']:.1f} ms vs the same SavedModel's `ids` signature on the same rows packed "
+                f"beforehand {served['forward_ms']:.1f} ms (same process, medians): "
+                f"**{served['latency_ms'] / served['forward_ms']:.2f}×**.")
+    if "forward_ms" in ours:
+        lines.append(f"  For reference, our float32 model's `predict_on_batch` on those packed rows: "
+                     f"{ours['forward_ms']:.1f} ms; `predict(strings)` at batch 1: {ours['latency_ms']:.1f} ms "
+                     f"({ours['latency_ms'] / ours['forward_ms']:.2f}×).")
     shares = []
     for name in ("ours (defaults)",) + OURS_BEST:
         r = results.get(name, {})
