@@ -10,8 +10,7 @@ text) or the pieces it is made of, one warm-up pass and then `runs` timed passes
   each batch padded to its own longest row);
 - `pad_to_128`: sorted, but every batch padded to `sequence_length` (128), as a fixed-shape
   preprocessor does;
-- `multiple_1` / `multiple_32`: the cut rounded to 1 / 32 instead of 8 (more shapes
-  to trace vs more padding);
+- `multiple_32`: the cut rounded to 32 instead of 8 (fewer shapes, more padding);
 - `no_count`: without the truncation count (a second tokenizing pass per batch).
 
 Also the number of distinct padded widths the pass runs (each a new input shape for the
@@ -63,7 +62,6 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
         "as_is": lambda: model.predict(texts, batch_size=batch_size, verbose=0),
         "no_sort": no_sort,
         "pad_to_128": padded,
-        "multiple_1": sorted_pass(*functions(1)),
         "multiple_32": sorted_pass(*functions(32)),
         "no_count": sorted_pass(prepare8, None),
     }

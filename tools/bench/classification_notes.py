@@ -93,7 +93,7 @@ def lever_lines(levers, results):
     names = {"no_sort": "no length sort across batches (one call per 32 rows in input order)",
              "pad_to_128": f"batches padded to sequence_length {levers['sequence_length']} instead of their "
                            "longest row",
-             "multiple_1": "cut rounded to 1 instead of 8", "multiple_32": "cut rounded to 32 instead of 8",
+             "multiple_32": "cut rounded to 32 instead of 8",
              "no_count": "without the truncation count (a second tokenizing pass)"}
     parts = [f"{text}: {rates[k]:.1f} ({rates[k] / base:.2f}×)" for k, text in names.items() if k in rates]
     lines = [f"Levers of `predict`, each alone (our float32 BERT-Base, {levers['rows']} rows, one process, "
