@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from tools._startup import import_tensorflow  # noqa: E402
 
-SECTIONS = ("backbone", "tokenizer", "pretraining_data", "pretraining", "serving", "qa", "quantization")
+SECTIONS = ("backbone", "tokenizer", "pretraining_data", "pretraining", "serving", "qa", "quantization",
+            "classification")
 DOC = ROOT / "docs" / "benchmarks.md"
 HEADER = """# Benchmarks
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
+from keras_bert_zoo.models.predict_precision import predicting_in
 from keras_bert_zoo.models.task_presets import save_task_preset, task_from_preset
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
@@ -248,8 +249,17 @@ class Task(keras.Model):
             x, y, sample_weight, batch_size = prepared[0], None, None, None
         return super().evaluate(x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
 
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        """`keras.Model.predict` on raw text (sorted by length, returned in input order) or ids."""
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, precision=None):
+        """`keras.Model.predict` on raw text (sorted by length, returned in input order) or ids.
+
+        `precision`: None (the model's own policy), `"auto"` (`utils.precision.auto_precision()`:
+        mixed_bfloat16 where bf16 is native) or a policy name, for this call only; the
+        model's policy is untouched for training (`models/predict_precision.py`).
+        """
+        with predicting_in(self, precision):
+            return self._predict(x, batch_size, verbose, steps, callbacks)
+
+    def _predict(self, x, batch_size, verbose, steps, callbacks):
         if (self.preprocessor is not None and steps is None and not callbacks and not isinstance(x, tf.data.Dataset)
                 and not inputs_lib.is_packed(x) and x is not None):
             columns = inputs_lib.as_columns(x)
