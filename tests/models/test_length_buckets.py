@@ -75,3 +75,25 @@ def test_length_buckets_bad_arguments_name_the_fix():
         task.fit(dataset, length_buckets=2, verbose=0)
     with pytest.raises(ValueError, match="int >= 1.*length_buckets=0"):
         task.fit(TEXTS, LABELS, length_buckets=0, verbose=0)
+
+
+def _traces_of_one_epoch(texts, batch_size, **kwargs):
+    task = tiny_classifier()
+    task.compile()
+    traces, train_step = [0], task.train_step
+
+    def counted(data):  # Python runs only while the train function is traced
+        traces[0] += 1
+        return train_step(data)
+
+    task.train_step = counted
+    task.fit(texts, np.arange(len(texts)) % 2, batch_size=batch_size, epochs=1, verbose=0, **kwargs)
+    return traces[0]
+
+
+def test_batches_of_every_length_share_one_trace():
+    # 8 length-bucketed batches cut to 8 or 16 tokens trace the train step as often as one batch
+    # does: the per-batch cut does not retrace per shape.
+    one_batch = _traces_of_one_epoch(TEXTS[:4], batch_size=4)
+    assert one_batch >= 1
+    assert _traces_of_one_epoch(TEXTS, batch_size=2, length_buckets=2) == one_batch
