@@ -120,8 +120,16 @@ def run(args):
     configs = CONFIGS + (LEVERS if settings["levers"] else ())
     results = measure(settings, configs)
     padding = run_config(MODULE, "padding_stats", dict(rows=settings["rows"], batch_size=settings["batch_size"]))
-    load_after = os.getloadavg()
+    conditions = (f"load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the start, "
+                  f"{' '.join(f'{v:.1f}' for v in os.getloadavg())} at the end, on {os.cpu_count()} cores shared "
+                  f"with other jobs; the section took {time.perf_counter() - start:.0f} s")
+    return render(settings, configs, results, padding, conditions)
+
+
+def render(settings, configs, results, padding, conditions):
+    """The section's Markdown from `measure`'s results and `padding_stats`'."""
     labels = {name: label for name, _, _, label in configs}
+    results = {name: results.get(name, [{"error": "not run"}]) for name in labels}
     rows = table(results, labels, "ours")
     ours = summary(results["ours"])
     data = ours.get("last", {})
@@ -147,13 +155,12 @@ def run(args):
         f"padded to 512 or 128), ~{data.get('mean_tokens', float('nan')):.1f} word pieces per row on average "
         f"(max {data.get('max_tokens', '?')}, [CLS]/[SEP] included); batch {settings['batch_size']}; "
         f"{settings['runs']} round(s); first {WARMUP_STEPS} step(s) of each epoch excluded (warm-up column). "
-        f"Our train step traced {data.get('traces', '?')} time(s) over the epoch (one trace for every batch "
-        f"length). HF tokenized its rows in {1e3 * hf.get('tokenize_s', float('nan')):.0f} ms before `train()` "
+        f"Our train step was traced {data.get('traces', '?')} time(s) over the epoch, as often as for a "
+        f"single batch (Keras traces the first step and the loop body once): no retrace per batch length. "
+        f"HF tokenized its rows in {1e3 * hf.get('tokenize_s', float('nan')):.0f} ms before `train()` "
         f"({hf.get('threads', '?')} torch threads).",
         "",
-        f"Conditions: {_cpu()}; load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the "
-        f"start, {' '.join(f'{v:.1f}' for v in load_after)} at the end, on {os.cpu_count()} cores shared with "
-        f"other jobs; the section took {time.perf_counter() - start:.0f} s.",
+        f"Conditions: {_cpu()}; {conditions}.",
         "",
         f"Method: {__doc__.split('Measured, ')[1].strip()}",
         "",
@@ -181,10 +188,10 @@ def lever_notes(results, padding):
                  f"{100 * padding['full_128']:.0f}%, cut per batch {100 * padding['per_batch']:.0f}%, with "
                  f"length buckets {100 * padding['buckets']:.0f}%.")
     return ("Levers on our fit path, each alone against ours default in this run: " + (
-        "; ".join(gains) or "not measured") + "." + share + " No retracing: the batches' lengths vary but the "
-        "train step is traced once (the dataset's spec has an unknown length; `reduce_retracing` on the "
-        "preprocessing function), so bucketing lengths to multiples of 8/16 for the trace's sake buys nothing; "
-        "the cut is rounded to 8 for alignment.")
+        "; ".join(gains) or "not measured") + "." + share + " No retracing to remove: the batches' lengths vary "
+        "but the train function is traced once per `fit` (the dataset's spec has an unknown length; "
+        "`reduce_retracing` on the preprocessing function; `tests/models/test_length_buckets.py`), so rounding "
+        "lengths to multiples of 16 for the trace's sake buys nothing (the cut is rounded to 8 for alignment).")
 
 
 if __name__ == "__main__":
