@@ -71,6 +71,7 @@ def _keras_timer():
 def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad_full=False):
     """Worker: ours, `BertClassifier.fit` on raw strings, one epoch."""
     import keras
+    import numpy as np
 
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.models.bert_classifier import BertClassifier
@@ -99,7 +100,7 @@ def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad
         return train_step(data)
 
     model.train_step = counted_step
-    model.fit(x, labels, batch_size=batch_size, epochs=1, verbose=0, callbacks=[timer], **kwargs)
+    model.fit(x, np.asarray(labels), batch_size=batch_size, epochs=1, verbose=0, callbacks=[timer], **kwargs)
     result = _rates(timer.ends, timer.start, batch_size, rows)
     traces = traces[0]
     lengths = preprocessor.tokenizer.tokenize(texts).row_lengths().numpy() + 2
