@@ -148,8 +148,11 @@ class Task(keras.Model):
         self.train_function = None  # the schedule is traced into the train step: trace again
 
     # === Raw inputs ===
-    def _prepare(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, sort=False):
-        """Returns `(dataset, order)` for raw text, or None to give `x` to Keras unchanged."""
+    def _prepare(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, sort=False, buckets=None):
+        """Returns `(dataset, order)` for raw text, or None to give `x` to Keras unchanged.
+
+        `buckets` (batches per length-sorted window, `task_inputs.bucketed_dataset`) applies
+        to shuffled in-memory text only."""
         if isinstance(x, tf.data.Dataset):
             if inputs_lib.is_packed(inputs_lib.dataset_x_spec(x)) or self.preprocessor is None:
                 return None
@@ -168,7 +171,10 @@ class Task(keras.Model):
                 )
             return None
         order = inputs_lib.length_order(columns) if sort else None
-        dataset = inputs_lib.in_memory_dataset(columns, y, sample_weight, batch_size, shuffle, order)
+        if buckets is not None and shuffle:
+            dataset = inputs_lib.bucketed_dataset(columns, y, sample_weight, batch_size, buckets)
+        else:
+            dataset = inputs_lib.in_memory_dataset(columns, y, sample_weight, batch_size, shuffle, order)
         return self._pipeline(dataset), order
 
     def _pipeline(self, dataset):
@@ -188,8 +194,16 @@ class Task(keras.Model):
         return cached[1], cached[2]
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None, validation_data=None,
-            validation_split=0.0, shuffle=True, initial_epoch=0, steps_per_epoch=None, **kwargs):
-        """`keras.Model.fit` on raw text or packed ids (see the class); same arguments."""
+            validation_split=0.0, shuffle=True, initial_epoch=0, steps_per_epoch=None, length_buckets=None,
+            **kwargs):
+        """`keras.Model.fit` on raw text or packed ids (see the class); same arguments, plus:
+
+        Args:
+            length_buckets: int or None. For in-memory raw text with `shuffle=True`: each
+                epoch, shuffle, sort windows of `length_buckets` batches by length, and
+                shuffle those batches, so that a batch is padded to about its rows' length
+                (`task_inputs.bucketed_dataset`). None (default): batches of random rows.
+        """
         raw = not isinstance(x, tf.data.Dataset) and not inputs_lib.is_packed(x) and self.preprocessor is not None
         if validation_split and raw:
             x, y, sample_weight, validation_data = inputs_lib.split_off(x, y, sample_weight, validation_split)
@@ -200,7 +214,13 @@ class Task(keras.Model):
             if prepared is not None:
                 validation_data = prepared
                 kwargs.pop("validation_batch_size", None)  # batched in the pipeline
-        prepared = self._prepare(x, y, sample_weight, batch_size, shuffle)
+        if length_buckets is not None and not (raw and shuffle):
+            raise ValueError(
+                "`length_buckets` applies to shuffled in-memory raw text only. Received: "
+                f"length_buckets={length_buckets!r} with shuffle={shuffle!r} and x of type {type(x).__name__}. "
+                "Drop `length_buckets`, or pass raw strings with shuffle=True."
+            )
+        prepared = self._prepare(x, y, sample_weight, batch_size, shuffle, buckets=length_buckets)
         if prepared is not None:
             x, y, sample_weight, batch_size = prepared[0], None, None, None
         if self._run_schedule is not None:
