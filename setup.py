@@ -75,16 +75,18 @@ setup(
             # learn_vocabulary's Rust WordPiece trainer: the tensorflow-text learner takes
             # minutes for what it does in seconds. The vocabulary is still re-laid in Google's order.
             "tokenizers",
-            # tools/bench/quantization.py: the int8 peer, the same BERT exported to ONNX and run by
-            # ONNX Runtime in fp32 and dynamic int8 (today's usual fastest CPU answer).
-            "onnx",
-            "onnxruntime",
         ],
         "bench": [
             # Install torch==2.13.0 (CPU build) before this extra: see Makefile `bench`.
             "keras-hub==0.32.0",
             "transformers>=5,<6",
             "tokenizers",
+            # HF Trainer (tools/bench/finetuning.py's peer) refuses to start without it.
+            "accelerate",
+            # tools/bench/quantization.py: the int8 peer, the same BERT exported to ONNX and run by
+            # ONNX Runtime in fp32 and dynamic int8 (today's usual fastest CPU answer).
+            "onnx",
+            "onnxruntime",
         ],
     },
 )
