@@ -26,3 +26,13 @@ def test_hf_rule_normalises_per_window_where_ours_adds_logits():
 
 def test_agreement_uses_squad_normalisation():
     assert qa.agreement(["The Beatles.", "x", "an apple"], ["beatles", "y", "Apple"]) == (2, 3)
+
+
+def test_causes_names_the_step_that_changes_each_disagreement():
+    # Per question: ours, HF's rule on our logits, HF on our windows, HF default.
+    ours = ["a", "a", "a", "a", "a"]
+    rule = ["a", "b", "b", "c", "a"]
+    matched = ["a", "b", "b", "d", "a"]
+    default = ["a", "b", "e", "d", "f"]
+    assert qa_rules.causes(ours, rule, matched, default) == {"windows": 1, "decoding": 1, "both": 1,
+                                                               "unexplained": 1}

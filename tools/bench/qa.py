@@ -48,6 +48,9 @@ FULL = dict(models={"minilm": 64, "base": 16}, runs=2)
 QUICK = dict(models={"minilm": 32, "base": 16}, runs=1)
 PEER_DIR = os.environ.get("HF_QA_PEER", str(ROOT / "build" / "hf_qa_peer"))
 SIDES = ("ours_predict", "ours_served", "hf_pipeline")
+# A fine-tuned span extractor preset (e.g. tools/finetune.py --task squad1's) for MiniLM, converted to HF
+# by `save_hf_checkpoint`, and then the agreement diagnostics of qa_rules run; unset: the random head.
+QA_PRESET = os.environ.get("KBZ_BENCH_QA_PRESET")
 
 
 def _hf_env():
@@ -55,7 +58,7 @@ def _hf_env():
     return {"PYTHONPATH": path, "USE_TF": "0", "TRANSFORMERS_NO_TF": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def prepare(workdir, model, questions):
+def prepare(workdir, model, questions, qa_preset=None, exports=True):
     """Worker (HF peer on the path): writes the HF model, our preset and export, and the rows.
 
     Returns:
@@ -85,14 +88,16 @@ def prepare(workdir, model, questions):
         json.dump(rows, f)
     torch.manual_seed(0)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(minilm_dir(), do_lower_case=True)
-    if model == "minilm":
-        hf = transformers.BertForQuestionAnswering.from_pretrained(minilm_dir())  # qa_outputs: seeded random
+    hf_dir, dropped = os.path.join(out, "hf"), None
+    if model == "minilm" and qa_preset:
+        from keras_bert_zoo.weights.hf_export import save_hf_checkpoint
+        dropped = save_hf_checkpoint(qa_preset, hf_dir)
     else:
-        hf = transformers.BertForQuestionAnswering(transformers.BertConfig())  # BERT-Base shape, random
-    hf_dir = os.path.join(out, "hf")
-    hf.save_pretrained(hf_dir, safe_serialization=True)
-    tokenizer.save_pretrained(hf_dir)
-    result = {"hf": hf_dir, "rows": rows_path, "questions": len(rows),
+        hf = (transformers.BertForQuestionAnswering.from_pretrained(minilm_dir()) if model == "minilm"  # random head
+              else transformers.BertForQuestionAnswering(transformers.BertConfig()))  # BERT-Base shape, random
+        hf.save_pretrained(hf_dir, safe_serialization=True)
+        tokenizer.save_pretrained(hf_dir)
+    result = {"dropped": dropped, "hf": hf_dir, "rows": rows_path, "questions": len(rows),
               "context_words": statistics.mean(len(c.split()) for c in contexts)}
     for dtype, suffix in (("float32", ""), ("mixed_bfloat16", "_bf16")):
         keras.utils.set_random_seed(0)
@@ -103,7 +108,7 @@ def prepare(workdir, model, questions):
             windows = ours.preprocessor.windows(questions_, contexts)["example_index"].numpy()
             counts = [int((windows == i).sum()) for i in range(len(rows))]
             result["windows"] = {"mean": statistics.mean(counts), "max": max(counts), "counts": counts}
-        if model == "minilm":  # the served side runs on MiniLM only
+        if model == "minilm" and exports:  # the served side runs on MiniLM only
             result["saved_model" + suffix] = export(ours, os.path.join(out, "saved_model" + suffix),
                                                     signatures=("text",))
     return result
@@ -211,8 +216,8 @@ def measure(settings, workdir):
     """Prepares each model and runs its configurations in rotated rounds; returns the results."""
     results = {}
     for model, questions in settings["models"].items():
-        prepared = run_config(MODULE, "prepare", dict(workdir=workdir, model=model, questions=questions),
-                              env=_hf_env())
+        prepared = run_config(MODULE, "prepare", dict(workdir=workdir, model=model, questions=questions,
+                                                      qa_preset=QA_PRESET), env=_hf_env())
         entry = results[model] = {"prepared": prepared, "runs": {}}
         if "error" in prepared:
             print(f"  qa {model}: prepare failed: {prepared['error']}", flush=True)
@@ -225,6 +230,11 @@ def measure(settings, workdir):
                 entry["runs"].setdefault("/".join(key), []).append(got)
                 print(f"  qa {model} {'/'.join(key)} round {r}: "
                       + (got.get("error") or f"{got['rate']:.2f} q/s"), flush=True)
+        if model == "minilm" and QA_PRESET:  # windows / decoding diagnostics of the fine-tuned head
+            from tools.bench import qa_rules
+
+            hf = entry["runs"].get("hf_pipeline/float32", [{}])[-1].get("answers")
+            entry["rules"] = qa_rules.lines(qa_rules.diagnose(prepared, hf))
     return results
 
 
@@ -296,6 +306,7 @@ def run(args):
             rows.append(_row(model, prepared, key, result, reference))
         ours = max(r.get("rate", 0) for k, r in summaries.items() if k[0] != "hf_pipeline")
         lines.append(_agreement_line(model, prepared, summaries))
+        lines += [f"  {line}" for line in entry.get("rules", [])]
         if best_hf:
             lines.append(f"- {model}: fastest ours / fastest HF = {ours / best_hf:.2f}× "
                          f"({prepared['questions']} questions, contexts ~{prepared['context_words']:.0f} words, "

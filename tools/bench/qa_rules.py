@@ -84,3 +84,71 @@ def compare(ours_rule, hf_matched, hf_default):
         "HF matched windows vs HF default windows": agreement(hf_matched["answers"], hf_default),
         "ours vs HF default": agreement(ours_rule["ours"], hf_default),
     }
+
+
+def causes(ours, ours_hf_rule, hf_matched, hf_default):
+    """Per disagreement of ours with HF's default pipeline, the rule that causes it.
+
+    The chain is ours -(HF's decoding rule)-> ours_hf_rule -(should equal)-> hf_matched
+    -(HF's windows)-> hf_default: `decoding` where only the rule step changes the answer,
+    `windows` where only the window step does, `both`, or `unexplained` where HF's rule on
+    our logits differs from HF's pipeline on the same windows.
+    """
+    from keras_bert_zoo.metrics.squad import normalize_answer as n
+
+    counts = {"windows": 0, "decoding": 0, "both": 0, "unexplained": 0}
+    for a, r, m, d in zip(ours, ours_hf_rule, hf_matched, hf_default):
+        if n(a) == n(d):
+            continue
+        if n(r) != n(m):
+            counts["unexplained"] += 1
+        else:
+            rule, windows = n(a) != n(r), n(m) != n(d)
+            counts["both" if rule and windows else "decoding" if rule else "windows"] += 1
+    return counts
+
+
+def diagnose(prepared, hf_default):
+    """Runs the diagnostics on prepared MiniLM rows; returns counts and Markdown lines."""
+    from tools.bench._subprocess import run_config
+    from tools.bench.qa import MODULE, _hf_env
+
+    ours = run_config("tools.bench.qa_rules", "ours_with_hf_rule", dict(preset=prepared["preset"], rows=prepared["rows"]))
+    matched = run_config("tools.bench.qa_rules", "hf_matched_windows", dict(hf=prepared["hf"], rows=prepared["rows"]),
+                         env=_hf_env())
+    if hf_default is None:
+        got = run_config(MODULE, "measure_hf_pipeline", dict(hf=prepared["hf"], rows=prepared["rows"],
+                                                            precision="float32"), env=_hf_env())
+        hf_default = got.get("answers")
+    if any("error" in r for r in (ours, matched)) or hf_default is None:
+        return {"error": str([r.get("error") for r in (ours, matched)])}
+    out = {k: list(v) for k, v in compare(ours, matched, hf_default).items()}
+    out["ours vs HF matched windows"] = list(agreement(ours["ours"], matched["answers"]))
+    out["causes"] = causes(ours["ours"], ours["hf_rule"], matched["answers"], hf_default)
+    return out
+
+
+def lines(result):
+    """Markdown lines of `diagnose`'s result."""
+    if "error" in result:
+        return [f"- agreement diagnostics failed: {result['error'][:300]}"]
+    out = [f"- {name}: {s}/{t} ({100 * s / t:.1f}%)" for name, value in result.items() if name != "causes"
+           for s, t in [value]]
+    return out + ["- disagreements with HF default, by cause: "
+                  + ", ".join(f"{k} {v}" for k, v in result["causes"].items())]
+
+
+if __name__ == "__main__":  # python -m tools.bench.qa_rules PRESET QUESTIONS: the agreement only, no speed
+    import sys
+    import tempfile
+
+    from tools.bench._subprocess import run_config as _run
+    from tools.bench.qa import MODULE as _MODULE, _hf_env as _env
+
+    with tempfile.TemporaryDirectory(prefix="kbz_qa_rules_") as work:
+        prep = _run(_MODULE, "prepare", dict(workdir=work, model="minilm", questions=int(sys.argv[2]),
+                                             qa_preset=sys.argv[1], exports=False), env=_env())
+        if "error" in prep:
+            sys.exit(f"prepare failed: {prep['error']}")
+        print(f"{prep['questions']} questions, {prep['windows']['mean']:.2f} windows each, dropped {prep.get('dropped')}")
+        print("\n".join(lines(diagnose(prep, None))))
