@@ -33,7 +33,6 @@ compared after the official SQuAD answer normalisation (`keras_bert_zoo.metrics.
 
 import json
 import os
-import pathlib
 import statistics
 import tempfile
 import time
@@ -74,7 +73,6 @@ def prepare(workdir, model, questions, qa_preset=None, exports=True):
     from keras_bert_zoo import export
     from keras_bert_zoo.data.bigbench_qa import write_quoref_squad
     from keras_bert_zoo.data.squad import read_squad
-    from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
     from tools.bench.serving import minilm_dir
 
     out = os.path.join(workdir, model)
