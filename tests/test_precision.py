@@ -48,7 +48,7 @@ def _finetuning_config(tmp_path, **kwargs):
 
 
 @pytest.mark.parametrize("forced", ["float32", "mixed_bfloat16"])
-def test_tools_default_to_auto_resolved_once_and_recorded(tmp_path, monkeypatch, forced):
+def test_auto_resolved_once_and_recorded(tmp_path, monkeypatch, forced):
     from keras_bert_zoo.training import finetuning_run
     from keras_bert_zoo.training.pretraining_config import PretrainingConfig
     from tools import finetune, pretrain
@@ -56,9 +56,9 @@ def test_tools_default_to_auto_resolved_once_and_recorded(tmp_path, monkeypatch,
     monkeypatch.setenv(precision.ENV, forced)  # what auto_precision() answers on this machine
     assert finetune.build_parser().parse_args(["--precision", "auto", "--task", "sst2", "--train-file", "t",
                                                "--dev-file", "d", "--preset", "p", "--output-dir", "o"]).precision == "auto"
-    config = _finetuning_config(tmp_path)  # tools/finetune.py and tools/tune.py pass no --precision: the default
+    assert _finetuning_config(tmp_path).precision == "float32"  # fine-tuning's default (finetuning_config.py)
+    config = _finetuning_config(tmp_path, precision="auto")
     assert config.precision == forced
-    assert _finetuning_config(tmp_path, precision="auto").precision == forced
     assert _finetuning_config(tmp_path, precision="float32").precision == "float32"  # explicit wins over env
 
     class Dev:
@@ -84,4 +84,4 @@ def test_tool_precision_bad_values(tmp_path, monkeypatch):
         _finetuning_config(tmp_path, precision="bf16")
     monkeypatch.setenv(precision.ENV, "half")
     with pytest.raises(ValueError, match="KERAS_BERT_ZOO_PRECISION.*'half'"):
-        _finetuning_config(tmp_path)
+        _finetuning_config(tmp_path, precision="auto")

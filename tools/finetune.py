@@ -84,8 +84,8 @@ def build_parser():
     p.add_argument("--max-train-examples", type=int, help="use only the first N training rows")
     p.add_argument("--strategy", choices=["auto", "cpu", "mirrored", "multi_worker", "tpu"])
     p.add_argument("--precision", choices=["auto", "float32", "mixed_bfloat16", "mixed_float16"],
-                   help="default auto: mixed_bfloat16 where the CPU (AVX512-BF16/AMX) or a GPU/TPU runs bf16 "
-                   "natively, else float32 (env KERAS_BERT_ZOO_PRECISION overrides); results.json records it")
+                   help="default float32; auto: mixed_bfloat16 where the CPU (AVX512-BF16/AMX) or a GPU/TPU runs "
+                   "bf16 natively, else float32 (env KERAS_BERT_ZOO_PRECISION overrides); results.json records it")
     p.add_argument("--lowercase", action=argparse.BooleanOptionalAction,
                    help="refused if it contradicts the preset's casing (default: the preset's)")
     p.add_argument("--tfds-data-dir", help="where the tfds:<split> datasets were prepared")

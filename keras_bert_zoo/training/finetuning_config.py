@@ -67,7 +67,11 @@ class FinetuningConfig:
     seed: int = 12345  # head initialisation, dropout and data order
     max_train_examples: int = None  # use only the first N training rows (None: all)
     strategy: str = "auto"  # see `keras_bert_zoo.get_strategy`
-    precision: str = "auto"  # "auto" (bf16 where native, else float32) or one of PRECISIONS; resolved here
+    # float32 by default, "auto" on request (bf16 where native; resolved here). Not auto by default: a
+    # bf16 run's dev predictions fail under MultiWorkerMirroredStrategy (a bf16 tensor reaches an op
+    # without a bf16 kernel), and its preset reloads in float32, where a v2.0 null threshold tuned on
+    # bf16 scores no longer gives the same answers.
+    precision: str = "float32"
     lowercase: bool = None  # None: the preset's casing; a value that contradicts it is refused
     tfds_data_dir: str = None  # where "tfds:<split>" datasets were prepared (None: tfds's default)
     skip_malformed: bool = False  # drop malformed rows (counted in the log) instead of failing

@@ -43,7 +43,9 @@ def _has_accelerator():
     if backend == "tensorflow":
         import tensorflow as tf
 
-        return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+        # Physical, not logical devices: listing logical ones initialises the runtime, after
+        # which a MultiWorkerMirroredStrategy can no longer configure its collectives.
+        return bool(tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"))
     if backend == "jax":
         import jax
 
