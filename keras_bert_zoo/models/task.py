@@ -9,7 +9,8 @@ import tensorflow as tf
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.predict_precision import predicting_in
-from keras_bert_zoo.models.task_presets import save_task_preset, task_from_preset
+from keras_bert_zoo.models.task_presets import (
+    keras_config, save_task_preset, task_from_keras_config, task_from_preset)
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
 from keras_bert_zoo.training.replica_steps import batchwise, fit_on_workers, replica_step_function
@@ -299,11 +300,8 @@ class Task(keras.Model):
     def quantize(self, mode=None, config=None, **kwargs):
         """Quantises the task's `Dense` layers for inference: `task.quantize("int8")`.
 
-        Keras' int8 weights (per-output-channel abs-max) and per-token int8 activations,
-        run by oneDNN's VNNI kernel on TensorFlow (`utils/quantization.py`). The task
-        keeps saving (`.keras`, `save_to_preset`), reloading and exporting quantised.
-        `config` is the one Keras' wrapper of `quantize` derives from `mode`; only its
-        mode is used.
+        Keras' int8 weights, run by oneDNN's VNNI kernel on TensorFlow (`utils/quantization.py`);
+        saves, reloads and exports quantised. Only the mode of Keras' derived `config` is used.
         """
         if kwargs:
             raise ValueError(f"`Task.quantize` takes only `mode`. Received: {sorted(kwargs)}.")
@@ -311,30 +309,11 @@ class Task(keras.Model):
 
     # === Config and presets ===
     def get_config(self):
-        config = {
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "preprocessor": (
-                None if self.preprocessor is None else keras.saving.serialize_keras_object(self.preprocessor)
-            ),
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-        mode = quantization.quantization_mode(self)
-        if mode:
-            config["quantization"] = mode  # from_config quantises before the weights load
-        return config
+        return keras_config(self)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        mode = config.pop("quantization", None)
-        for key in ("backbone", "preprocessor"):
-            if isinstance(config.get(key), dict):
-                config[key] = keras.saving.deserialize_keras_object(config[key])
-        task = cls(**config)
-        if mode:
-            task.quantize(mode)
-        return task
+        return task_from_keras_config(cls, config)
 
     def task_config(self):
         """The task's own arguments (no backbone, preprocessor or Keras bookkeeping)."""

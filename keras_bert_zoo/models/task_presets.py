@@ -87,3 +87,36 @@ def preprocessor_settings(preprocessor):
     names = _preset_arguments(type(preprocessor).__init__) - {"self", "tokenizer"}
     plain = (bool, int, float, str, type(None))
     return {name: config[name] for name in sorted(names) if name in config and isinstance(config[name], plain)}
+
+
+def keras_config(task):
+    """`Task.get_config`: backbone and preprocessor serialised, plus the quantisation mode."""
+    import keras
+
+    config = {
+        "backbone": keras.saving.serialize_keras_object(task.backbone),
+        "preprocessor": (
+            None if task.preprocessor is None else keras.saving.serialize_keras_object(task.preprocessor)
+        ),
+        "name": task.name,
+        "trainable": task.trainable,
+    }
+    mode = quantization.quantization_mode(task)
+    if mode:
+        config["quantization"] = mode  # from_config quantises before the weights load
+    return config
+
+
+def task_from_keras_config(cls, config):
+    """`Task.from_config`: the inverse of `keras_config`."""
+    import keras
+
+    config = dict(config)
+    mode = config.pop("quantization", None)
+    for key in ("backbone", "preprocessor"):
+        if isinstance(config.get(key), dict):
+            config[key] = keras.saving.deserialize_keras_object(config[key])
+    task = cls(**config)
+    if mode:
+        task.quantize(mode)
+    return task
