@@ -68,9 +68,15 @@ class BertAttention(keras.layers.Layer):
         return ops.transpose(x, (0, 2, 1, 3))  # (b, h, s, d)
 
     def call(self, x, padding_mask=None, training=None):
-        q = self._split_heads(self.query_dense(x))  # (b, h, s, d)
-        k = self._split_heads(self.key_dense(x))  # (b, h, s, d)
-        v = self._split_heads(self.value_dense(x))  # (b, h, s, d)
+        return self.attend(
+            self.query_dense(x), self.key_dense(x), self.value_dense(x), padding_mask, training
+        )
+
+    def attend(self, query, key, value, padding_mask=None, training=None):
+        """The context of already projected queries, keys and values, each `(batch, seq, hidden)`."""
+        q = self._split_heads(query)  # (b, h, s, d)
+        k = self._split_heads(key)  # (b, h, s, d)
+        v = self._split_heads(value)  # (b, h, s, d)
         q = q * ops.cast(1.0 / math.sqrt(self.head_dim), q.dtype)
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # (b, h, s, s)
         scores = ops.cast(scores, "float32")
@@ -78,7 +84,7 @@ class BertAttention(keras.layers.Layer):
         if padding_mask is not None:
             allowed = ops.cast(padding_mask, "bool")[:, None, None, :]  # (b, 1, 1, s)
         if self.causal:
-            length = ops.shape(x)[1]
+            length = ops.shape(query)[1]
             idx = ops.arange(length)
             tril = idx[:, None] >= idx[None, :]  # (s, s), query row >= key column
             tril = tril[None, None, :, :]

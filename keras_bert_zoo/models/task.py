@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_zoo.layers.transformer_encoder import skip_padding_at_inference
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.predict_precision import predicting_in
@@ -32,7 +33,8 @@ class Task(keras.Model):
     `tf.data` pipeline, with batches padded to their longest row, not to
     `sequence_length`. `predict` sorts in-memory rows by length and returns outputs in
     the input order. Packed ids (a dict with `token_ids`), or any input when
-    `task.preprocessor = None`, go to Keras unchanged.
+    `task.preprocessor = None`, go to Keras unchanged. At inference on TensorFlow the
+    encoder's dense layers skip the padding (`TransformerEncoder.skip_padding`).
 
     `compile()` defaults to the paper's fine-tuning recipe: `BertAdamW` (decoupled
     weight decay 0.01, none on LayerNorm and biases, gradients clipped to global norm
@@ -52,6 +54,10 @@ class Task(keras.Model):
     preset_defaults = {}  # task arguments `from_preset` uses when neither caller nor preset sets them
     preprocessor = None
     _run_schedule = None  # (peak learning rate, warm-up ratio) under compile(optimizer="auto")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        skip_padding_at_inference(self)  # a task's outputs never read the padded positions
 
     # === What a task defines ===
     def default_loss(self):

@@ -16,15 +16,20 @@ def _layer(**kwargs):
     return layer
 
 
+def _masked_batch(seed):
+    """3 rows of 7 positions, width 16: one full, one with 4 real tokens, one with 1."""
+    x = np.random.default_rng(seed).normal(size=(3, 7, 16)).astype("float32")
+    mask = np.ones((3, 7), "int32")
+    mask[1, 4:] = 0
+    mask[2, 1:] = 0
+    return x, mask
+
+
 @pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_numpy_reference(activation, causal):
     layer = _layer(activation=activation, causal=causal)
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(3, 7, 16)).astype("float32")
-    mask = np.ones((3, 7), "int32")
-    mask[1, 4:] = 0
-    mask[2, 1:] = 0
+    x, mask = _masked_batch(seed=0)
     got = np.array(layer(x, padding_mask=mask))
     w = numpy_bert.layer_weights(layer, "l")
     want = numpy_bert.encoder_layer(
@@ -123,3 +128,24 @@ def test_layers_create_their_dense_layers_at_full_width_in_build():
     assert not np.array_equal(q, k) and not np.array_equal(k, v) and not np.array_equal(q, v)
     for kernel in (q, k, v):
         assert 0.015 < kernel.std() < 0.025  # each the original's truncated normal(0.02)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype):
+    # The inference path of a Task's layers: dense layers on the real tokens only.
+    layer = _layer(causal=causal, dtype=dtype)
+    x, mask = _masked_batch(seed=3)
+    want = np.array(keras.ops.cast(layer(x, padding_mask=mask, training=False), "float32"))
+    layer.skip_padding = True
+    got = np.array(keras.ops.cast(layer(x, padding_mask=mask, training=False), "float32"))
+    real = mask.astype(bool)
+    tolerance = 1e-5 if dtype == "float32" else 2e-2
+    np.testing.assert_allclose(got[real], want[real], atol=tolerance, rtol=tolerance)
+    assert not np.allclose(want[~real], 0.0) and np.all(got[~real] == 0.0)
+    # Training, a call that does not say `training=False`, and a call without a mask keep
+    # the padded computation.
+    for training in (True, None):
+        np.testing.assert_array_equal(
+            np.array(keras.ops.cast(layer(x, padding_mask=mask, training=training), "float32")), want)
+    assert np.all(np.array(keras.ops.cast(layer(x, training=False), "float32"))[~real] != 0.0)
