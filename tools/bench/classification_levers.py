@@ -11,7 +11,9 @@ text) or the pieces it is made of, one warm-up pass and then `runs` timed passes
 - `pad_to_128`: sorted, but every batch padded to `sequence_length` (128), as a fixed-shape
   preprocessor does;
 - `multiple_32`: the cut rounded to 32 instead of 8 (fewer shapes, more padding);
-- `no_count`: without the truncation count (a second tokenizing pass per batch).
+- `no_count`: without the truncation count (a second tokenizing pass per batch);
+- `padded_dense` and `no_sort_padded_dense`: `as_is` and `no_sort` with the encoder's dense
+  layers run on the padded batch (`TransformerEncoder.skip_padding` off, as before 2026-12-01).
 
 Also the number of distinct padded widths the pass runs (each a new input shape for the
 model's predict function, which Keras traces with `reduce_retracing=True`).
@@ -27,6 +29,7 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     """Worker: sentences/s of each variant (median of `runs` passes) and the padded widths."""
     import numpy as np
 
+    from keras_bert_zoo.layers.transformer_encoder import skip_padding_at_inference
     from keras_bert_zoo.models import task_inputs
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
@@ -69,6 +72,11 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     for name, step in variants.items():
         times = time_runs(step, warmup=1, runs=runs)
         rates[name] = n / statistics.median(times)
+    skip_padding_at_inference(model, False)
+    model.predict_function = None  # traced again, on the padded path
+    for name in ("as_is", "no_sort"):
+        key = "padded_dense" if name == "as_is" else "no_sort_padded_dense"
+        rates[key] = n / statistics.median(time_runs(variants[name], warmup=1, runs=runs))
     order = task_inputs.length_order(texts)
     widths = []
     for i in range(0, n, batch_size):

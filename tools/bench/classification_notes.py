@@ -94,7 +94,9 @@ def lever_lines(levers, results):
              "pad_to_128": f"batches padded to sequence_length {levers['sequence_length']} instead of their "
                            "longest row",
              "multiple_32": "cut rounded to 32 instead of 8",
-             "no_count": "without the truncation count (a second tokenizing pass)"}
+             "no_count": "without the truncation count (a second tokenizing pass)",
+             "padded_dense": "dense layers on the padded batch (`skip_padding` off)",
+             "no_sort_padded_dense": "both: one call per 32 rows and dense layers on the padded batch"}
     parts = [f"{text}: {rates[k]:.1f} ({rates[k] / base:.2f}×)" for k, text in names.items() if k in rates]
     lines = [f"Levers of `predict`, each alone (our float32 BERT-Base, {levers['rows']} rows, one process, "
              f"sentences/s): as is {base:.1f}; " + "; ".join(parts) + f". The sorted pass runs "
