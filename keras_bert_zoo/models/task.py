@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_zoo.layers.transformer_encoder import skip_padding_at_inference
+from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.predict_precision import predicting_in
@@ -33,7 +33,7 @@ class Task(keras.Model):
     `tf.data` pipeline, with batches padded to their longest row, not to
     `sequence_length`. `predict` sorts in-memory rows by length and returns outputs in
     the input order. Packed ids (a dict with `token_ids`), or any input when
-    `task.preprocessor = None`, go to Keras unchanged. At inference on TensorFlow the
+    `task.preprocessor = None`, go to Keras unchanged. On a CPU, without XLA, the
     encoder's dense layers skip the padding (`TransformerEncoder.skip_padding`).
 
     `compile()` defaults to the paper's fine-tuning recipe: `BertAdamW` (decoupled
@@ -55,9 +55,13 @@ class Task(keras.Model):
     preprocessor = None
     _run_schedule = None  # (peak learning rate, warm-up ratio) under compile(optimizer="auto")
 
+    skips_padding = True  # its encoder runs on the real tokens (TransformerEncoder.skip_padding)
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        skip_padding_at_inference(self)  # a task's outputs never read the padded positions
+        # A task's outputs never read the padded positions. Not where Keras may pick XLA.
+        set_skip_padding(self, self.skips_padding and not any(
+            d.device_type != "CPU" for d in tf.config.list_physical_devices()))
 
     # === What a task defines ===
     def default_loss(self):
@@ -130,6 +134,8 @@ class Task(keras.Model):
         if isinstance(metrics, str) and metrics == "auto":
             metrics = self.default_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        if self.jit_compile is True:
+            set_skip_padding(self, False)  # XLA does not take the dynamic token count
 
     def get_compile_config(self):
         return getattr(self, "_compile_arguments", None) if self.compiled else None

@@ -119,37 +119,35 @@ def test_batches_padded_to_their_longest_row_and_predict_keeps_input_order():
     np.testing.assert_allclose(together, alone, atol=1e-5)
 
 
-def test_predict_and_evaluate_skip_padding_with_the_same_outputs(monkeypatch):
-    # A Task's encoder layers run their dense layers on the real tokens only at inference
-    # (TransformerEncoder.skip_padding); padded rows of a batch must not change the logits.
-    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder
+def test_fit_predict_and_evaluate_skip_padding_with_the_same_numbers(monkeypatch):
+    # A Task's encoder layers run their dense layers on the real tokens only
+    # (TransformerEncoder.skip_padding); padded rows of a batch must not change the numbers.
+    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, set_skip_padding
 
-    task = tiny_classifier()
-    task.compile()
-    layers = task.backbone.transformer_layers
-    assert all(layer.skip_padding for layer in layers)
     x = [SENTENCES[i % 6] for i in (5, 0, 3, 2, 1, 4, 5, 3)]
     labels = np.array([0, 1, 0, 1, 1, 0, 0, 1])
     calls = []
     real = TransformerEncoder._call_on_real_tokens
     monkeypatch.setattr(TransformerEncoder, "_call_on_real_tokens",
                         lambda self, *a: calls.append(self.name) or real(self, *a))
-    fast = task.predict(x, batch_size=8, verbose=0)
-    fast_loss = task.evaluate(x, labels, batch_size=8, verbose=0, return_dict=True)["loss"]
-    assert set(calls) == {layer.name for layer in layers}
-    for layer in layers:
-        layer.skip_padding = False
-    task.predict_function = task.test_function = None
-    padded = task.predict(x, batch_size=8, verbose=0)
-    np.testing.assert_allclose(fast, padded, atol=1e-5)
-    assert fast_loss == pytest.approx(task.evaluate(x, labels, batch_size=8, verbose=0, return_dict=True)["loss"],
-                                      abs=1e-5)
-    # Not during training: fit's steps take the padded path.
-    for layer in layers:
-        layer.skip_padding = True
+
+    def run(enabled):
+        task = tiny_classifier()
+        task.compile()
+        assert all(layer.skip_padding for layer in task.backbone.transformer_layers)
+        set_skip_padding(task, enabled)
+        history = task.fit(x, labels, batch_size=8, epochs=2, verbose=0)
+        loss = task.evaluate(x, labels, batch_size=8, verbose=0, return_dict=True)["loss"]
+        return history.history["loss"], loss, task.predict(x, batch_size=8, verbose=0)
+
+    fast = run(True)
+    assert set(calls) == {f"transformer_layer_{i}" for i in range(2)}
     calls.clear()
-    task.fit(x, labels, batch_size=8, epochs=1, verbose=0)
+    padded = run(False)
     assert calls == []
+    np.testing.assert_allclose(fast[0], padded[0], atol=1e-5)  # fit's losses (dropout 0)
+    assert fast[1] == pytest.approx(padded[1], abs=1e-5)
+    np.testing.assert_allclose(fast[2], padded[2], atol=1e-5)
 
 
 def test_truncation_is_longest_first_and_counted(caplog):

@@ -29,7 +29,7 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     """Worker: sentences/s of each variant (median of `runs` passes) and the padded widths."""
     import numpy as np
 
-    from keras_bert_zoo.layers.transformer_encoder import skip_padding_at_inference
+    from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
     from keras_bert_zoo.models import task_inputs
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
@@ -72,7 +72,7 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     for name, step in variants.items():
         times = time_runs(step, warmup=1, runs=runs)
         rates[name] = n / statistics.median(times)
-    skip_padding_at_inference(model, False)
+    set_skip_padding(model, False)
     model.predict_function = None  # traced again, on the padded path
     for name in ("as_is", "no_sort"):
         key = "padded_dense" if name == "as_is" else "no_sort_padded_dense"
