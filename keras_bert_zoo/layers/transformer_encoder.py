@@ -51,13 +51,13 @@ class TransformerEncoder(keras.layers.Layer):
         Tensor `(batch, seq, hidden)`.
 
     Attributes:
-        skip_padding: bool. On TensorFlow, when the call says `training=True` or `False`
-            (as `fit`, `predict`, `evaluate` and the export do), run the dense layers, layer
-            norms and dropout on the real tokens only (`_call_on_real_tokens`): about twice
-            the throughput on batches of real-length text; outputs at padded positions are
-            then zeros or unread values. Defaults to False; a fine-tuning `Task` turns it on
-            (`set_skip_padding`) on CPU, where Keras never compiles with XLA (XLA does not
-            take the dynamic token count).
+        skip_padding: bool. At inference on TensorFlow (`training=False`, as `predict`,
+            `evaluate` and the export call the model), run the dense layers and layer norms
+            on the real tokens only (`_call_on_real_tokens`): about twice the throughput on
+            batches of real-length text; outputs at padded positions are then zeros.
+            Training keeps the padded computation. Defaults to False; a `Task` whose outputs
+            never read the padded positions turns it on (`set_skip_padding`) on CPU, where
+            Keras never compiles with XLA (XLA does not take the dynamic token count).
 
     References:
         Vaswani et al., 2017; Devlin et al., 2018; google-research/bert `modeling.py`.
@@ -121,9 +121,9 @@ class TransformerEncoder(keras.layers.Layer):
         self.built = True
 
     def call(self, x, padding_mask=None, training=None):
-        if (self.skip_padding and padding_mask is not None and isinstance(training, bool)
+        if (self.skip_padding and padding_mask is not None and training is False
                 and keras.backend.backend() == "tensorflow"):
-            return self._call_on_real_tokens(x, padding_mask, training)
+            return self._call_on_real_tokens(x, padding_mask)
         context = self.attention(x, padding_mask=padding_mask, training=training)
         attended = self.attention_dropout_layer(
             self.attention_output_dense(context), training=training
@@ -135,8 +135,8 @@ class TransformerEncoder(keras.layers.Layer):
         out = self.output_dropout_layer(self.output_dense(hidden), training=training)
         return ops.cast(self.output_layer_norm(x + out), self.compute_dtype)
 
-    def _call_on_real_tokens(self, x, padding_mask, training):
-        """`call` with every dense layer, layer norm, GELU and dropout on the real tokens only.
+    def _call_on_real_tokens(self, x, padding_mask):
+        """Inference with every dense layer, layer norm and GELU on the real tokens only.
 
         The rows of a batch padded to its longest row are mostly padding on real text (a
         batch of 32 review snippets: ~27 pieces on average, padded to ~55), and the dense
@@ -163,16 +163,15 @@ class TransformerEncoder(keras.layers.Layer):
             scatter(attention.key_dense(tokens)),
             scatter(attention.value_dense(tokens)),
             padding_mask,
-            training=training,
         )
         context = ops.take(ops.reshape(context, (-1, width)), real, axis=0)
-        attended = self.attention_dropout_layer(self.attention_output_dense(context), training=training)
-        tokens = ops.cast(self.attention_layer_norm(tokens + attended), self.compute_dtype)
+        tokens = ops.cast(
+            self.attention_layer_norm(tokens + self.attention_output_dense(context)), self.compute_dtype
+        )
         hidden = gelu(
             self.intermediate_dense(tokens), approximate=self.activation == "gelu_approximate"
         )
-        out = self.output_dropout_layer(self.output_dense(hidden), training=training)
-        tokens = ops.cast(self.output_layer_norm(tokens + out), self.compute_dtype)
+        tokens = ops.cast(self.output_layer_norm(tokens + self.output_dense(hidden)), self.compute_dtype)
         return scatter(tokens)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
@@ -195,9 +194,9 @@ class TransformerEncoder(keras.layers.Layer):
 
 
 def set_skip_padding(model, enabled=True):
-    """Sets `skip_padding` on every `TransformerEncoder` inside `model` (a fine-tuning `Task`
-    does at construction on CPU): `fit`, `predict`, `evaluate` and the export then run the
-    encoder's dense layers on the real tokens only."""
+    """Sets `skip_padding` on every `TransformerEncoder` inside `model` (a `Task` does at
+    construction on CPU): `predict`, `evaluate` and the export then run the encoder's dense
+    layers on the real tokens only."""
     for layer in model._flatten_layers(include_self=False, recursive=True):
         if isinstance(layer, TransformerEncoder):
             layer.skip_padding = bool(enabled)

@@ -92,8 +92,8 @@ class BertPretrainer(Task):
         Devlin et al., 2018; google-research/bert `run_pretraining.py`.
     """
 
-    # Pretraining rows are packed to the full length (little padding); its verified numerics stay on
-    # the padded path.
+    # Pretraining rows are packed to the full length (little padding): evaluation stays on the
+    # padded path of its verified numerics.
     skips_padding = False
 
     def __init__(self, backbone, nsp=True, objective="mlm", preprocessor=None, **kwargs):

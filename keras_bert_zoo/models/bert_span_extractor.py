@@ -62,6 +62,10 @@ class BertSpanExtractor(Task):
     preprocessor_cls = SpanExtractorPreprocessor
     default_sequence_length = 384
 
+    # The original's span loss is a softmax over every position, padding included (so are
+    # HF's logits): its padded positions keep their values (no TransformerEncoder.skip_padding).
+    skips_padding = False
+
     def __init__(self, backbone, preprocessor=None, n_best_size=20, max_answer_length=30,
                  null_score_diff_threshold=None, **kwargs):
         # The decoder checks the three decoding arguments.

@@ -143,11 +143,10 @@ def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype):
     tolerance = 1e-5 if dtype == "float32" else 2e-2
     np.testing.assert_allclose(got[real], want[real], atol=tolerance, rtol=tolerance)
     assert not np.allclose(want[~real], 0.0) and np.all(got[~real] == 0.0)
-    # Training (dropout 0 here) takes the same path; a call that does not say `training`, and
-    # a call without a mask, keep the padded computation.
-    trained = np.array(keras.ops.cast(layer(x, padding_mask=mask, training=True), "float32"))
-    np.testing.assert_allclose(trained[real], want[real], atol=tolerance, rtol=tolerance)
-    np.testing.assert_array_equal(
-        np.array(keras.ops.cast(layer(x, padding_mask=mask), "float32")), want)
+    # Training, a call that does not say `training=False`, and a call without a mask keep
+    # the padded computation.
+    for training in (True, None):
+        np.testing.assert_array_equal(
+            np.array(keras.ops.cast(layer(x, padding_mask=mask, training=training), "float32")), want)
     assert np.all(np.array(keras.ops.cast(layer(x, training=False), "float32"))[~real] != 0.0)
 
