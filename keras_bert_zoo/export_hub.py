@@ -76,8 +76,18 @@ def export_encoder(backbone, path):
         raise ValueError(f"`backbone` must be a keras_bert_zoo.BertBackbone. Received: {type(backbone).__name__}.")
     encoder = _Encoder(backbone)
     path = os.path.abspath(os.fspath(path))
-    with files.atomic_directory(path) as tmp:
-        tf.saved_model.save(encoder, tmp, signatures={"serving_default": encoder.serve.get_concrete_function()})
+    # TF Hub's encoders give every position's output, padding included: traced without a
+    # task's TransformerEncoder.skip_padding.
+    layers = list(backbone.transformer_layers)
+    skipping = [layer.skip_padding for layer in layers]
+    for layer in layers:
+        layer.skip_padding = False
+    try:
+        with files.atomic_directory(path) as tmp:
+            tf.saved_model.save(encoder, tmp, signatures={"serving_default": encoder.serve.get_concrete_function()})
+    finally:
+        for layer, skip in zip(layers, skipping):
+            layer.skip_padding = skip
     return path
 
 

@@ -12,6 +12,8 @@ def test_encoder_and_preprocessor_pair(tmp_path):
     task = tiny_classifier()
     backbone, preprocessor = task.backbone, task.preprocessor
     encoder = tf.saved_model.load(export_encoder(backbone, str(tmp_path / "encoder")))
+    # Traced with every position computed (the hub contract); the task's own inference path is kept.
+    assert all(layer.skip_padding for layer in backbone.transformer_layers)
     hub_preprocessor = tf.saved_model.load(export_preprocessor(preprocessor, str(tmp_path / "preprocessor")))
 
     inputs = hub_preprocessor(tf.constant(SENTENCES))
