@@ -40,6 +40,14 @@ def batchwise(step_function):
     return function
 
 
+def placeholder_batch(dataset):
+    """Zeros with the structure of one `(x, y)` (or `x`) batch of `dataset`; unknown dims as 2
+    (a length of 1 would make Keras warn of a softmax over one key)."""
+    spec = dataset.element_spec
+    spec = tuple(spec[:2]) if isinstance(spec, tuple) else spec
+    return tf.nest.map_structure(lambda s: tf.zeros([2 if d is None else d for d in s.shape], s.dtype), spec)
+
+
 def fit_on_workers(model, fit, dataset):
     """Runs `fit()` (a `Model.fit` call on `dataset`) under MultiWorkerMirroredStrategy.
 
@@ -48,11 +56,8 @@ def fit_on_workers(model, fit, dataset):
     PerReplica...}) to a Tensor"): build them from zeros of one batch's structure first, as
     the pretraining loop does, and let fit skip its own build.
     """
-    spec = dataset.element_spec
-    spec = tuple(spec[:2]) if isinstance(spec, tuple) else spec
-    placeholder = tf.nest.map_structure(lambda s: tf.zeros([1 if d is None else d for d in s.shape], s.dtype), spec)
     with model.distribute_strategy.scope():
-        keras_internals.symbolic_build(model, placeholder)
+        keras_internals.symbolic_build(model, placeholder_batch(dataset))
     keras_internals.skip_fit_metric_build(model)
     try:
         return fit()

@@ -126,23 +126,33 @@ def test_predict_and_evaluate_skip_padding_with_the_same_numbers(monkeypatch):
 
     x = [SENTENCES[i % 6] for i in (5, 0, 3, 2, 1, 4, 5, 3)]
     labels = np.array([0, 1, 0, 1, 1, 0, 0, 1])
-    calls = []
+    calls, in_train_step = [], [False]
     real = TransformerEncoder._call_on_real_tokens
     monkeypatch.setattr(TransformerEncoder, "_call_on_real_tokens",
-                        lambda self, *a: calls.append(self.name) or real(self, *a))
+                        lambda self, *a: calls.append((self.name, in_train_step[0])) or real(self, *a))
 
     def run(enabled):
         task = tiny_classifier()
         task.compile()
         assert all(layer.skip_padding for layer in task.backbone.transformer_layers)
         set_skip_padding(task, enabled)
+        train_step = task.train_step
+
+        def traced_train_step(data):
+            in_train_step[0] = True
+            try:
+                return train_step(data)
+            finally:
+                in_train_step[0] = False
+
+        task.train_step = traced_train_step
         history = task.fit(x, labels, batch_size=8, epochs=2, verbose=0)
-        assert calls == []  # training keeps the padded path
+        assert not any(training for _, training in calls)  # training keeps the padded path
         loss = task.evaluate(x, labels, batch_size=8, verbose=0, return_dict=True)["loss"]
         return history.history["loss"], loss, task.predict(x, batch_size=8, verbose=0)
 
     fast = run(True)
-    assert set(calls) == {f"transformer_layer_{i}" for i in range(2)}
+    assert {name for name, _ in calls} == {f"transformer_layer_{i}" for i in range(2)}
     calls.clear()
     padded = run(False)
     assert calls == []

@@ -165,7 +165,8 @@ def render(settings, configs, results, padding, conditions):
         f"(max {data.get('max_tokens', '?')}, [CLS]/[SEP] included); batch {settings['batch_size']}; "
         f"{settings['runs']} round(s); first {WARMUP_STEPS} step(s) of each epoch excluded (warm-up column). "
         f"Our train step was traced {data.get('traces', '?')} time(s) over the epoch, as often as for a "
-        f"single batch (Keras traces the first step and the loop body once): no retrace per batch length. "
+        f"single batch (the optimizer and metrics are built before the first step, `Task._build_state`): "
+        f"no retrace per batch length. "
         f"HF tokenized its rows in {1e3 * hf.get('tokenize_s', float('nan')):.0f} ms before `train()` "
         f"({hf.get('threads', '?')} torch threads).",
         "",
