@@ -23,6 +23,7 @@ import tempfile
 
 import tensorflow as tf
 
+from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
 from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.vocabulary import save_vocabulary
 from keras_bert_zoo.utils import files
@@ -78,16 +79,13 @@ def export_encoder(backbone, path):
     path = os.path.abspath(os.fspath(path))
     # TF Hub's encoders give every position's output, padding included: traced without a
     # task's TransformerEncoder.skip_padding.
-    layers = list(backbone.transformer_layers)
-    skipping = [layer.skip_padding for layer in layers]
-    for layer in layers:
-        layer.skip_padding = False
+    skipping = any(layer.skip_padding for layer in backbone.transformer_layers)
+    set_skip_padding(backbone, False)
     try:
         with files.atomic_directory(path) as tmp:
             tf.saved_model.save(encoder, tmp, signatures={"serving_default": encoder.serve.get_concrete_function()})
     finally:
-        for layer, skip in zip(layers, skipping):
-            layer.skip_padding = skip
+        set_skip_padding(backbone, skipping)
     return path
 
 

@@ -149,4 +149,3 @@ def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype):
         np.testing.assert_array_equal(
             np.array(keras.ops.cast(layer(x, padding_mask=mask, training=training), "float32")), want)
     assert np.all(np.array(keras.ops.cast(layer(x, training=False), "float32"))[~real] != 0.0)
-

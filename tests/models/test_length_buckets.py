@@ -98,4 +98,3 @@ def test_batches_of_every_length_share_one_trace():
     # (`Task._build_state`), so TensorFlow does not trace again without variable creation.
     assert _traces_of_one_epoch(TEXTS[:4], batch_size=4) == 1
     assert _traces_of_one_epoch(TEXTS, batch_size=2, length_buckets=2) == 1
-
