@@ -55,15 +55,23 @@ class TransformerEncoder(keras.layers.Layer):
             `evaluate` and the export call the model), run the dense layers and layer norms
             on the real tokens only (`_call_on_real_tokens`): about twice the throughput on
             batches of real-length text; outputs at padded positions are then zeros.
-            Training keeps the padded computation. Defaults to False; a `Task` whose outputs
-            never read the padded positions turns it on (`set_skip_padding`) on CPU, where
-            Keras never compiles with XLA (XLA does not take the dynamic token count).
+            Training keeps the padded computation unless `skip_padding_in_training`.
+            Defaults to False; a `Task` whose outputs never read the padded positions turns
+            it on (`set_skip_padding`) on CPU, where Keras never compiles with XLA (XLA does
+            not take the dynamic token count).
+        skip_padding_in_training: bool. With `skip_padding`, training (`training=True`, as
+            `fit` calls the model) takes the real-token path too, dropout drawn on the
+            `(real tokens, hidden)` matrix: the same distribution over the real positions as
+            the padded call's, the same gradients without dropout; padded positions' outputs
+            are zeros and get no gradient. Defaults to False; a `Task` whose loss never reads
+            the padded positions (`Task.trains_on_real_tokens`) turns it on.
 
     References:
         Vaswani et al., 2017; Devlin et al., 2018; google-research/bert `modeling.py`.
     """
 
     skip_padding = False
+    skip_padding_in_training = False
 
     def __init__(
         self,
@@ -121,9 +129,9 @@ class TransformerEncoder(keras.layers.Layer):
         self.built = True
 
     def call(self, x, padding_mask=None, training=None):
-        if (self.skip_padding and padding_mask is not None and training is False
-                and keras.backend.backend() == "tensorflow"):
-            return self._call_on_real_tokens(x, padding_mask)
+        if (self.skip_padding and padding_mask is not None and keras.backend.backend() == "tensorflow"
+                and (training is False or (training is True and self.skip_padding_in_training))):
+            return self._call_on_real_tokens(x, padding_mask, training)
         context = self.attention(x, padding_mask=padding_mask, training=training)
         attended = self.attention_dropout_layer(
             self.attention_output_dense(context), training=training
@@ -135,8 +143,8 @@ class TransformerEncoder(keras.layers.Layer):
         out = self.output_dropout_layer(self.output_dense(hidden), training=training)
         return ops.cast(self.output_layer_norm(x + out), self.compute_dtype)
 
-    def _call_on_real_tokens(self, x, padding_mask):
-        """Inference with every dense layer, layer norm and GELU on the real tokens only.
+    def _call_on_real_tokens(self, x, padding_mask, training=False):
+        """`call` with every dense layer, layer norm, GELU and dropout on the real tokens only.
 
         The rows of a batch padded to its longest row are mostly padding on real text (a
         batch of 32 review snippets: ~27 pieces on average, padded to ~55), and the dense
@@ -163,15 +171,16 @@ class TransformerEncoder(keras.layers.Layer):
             scatter(attention.key_dense(tokens)),
             scatter(attention.value_dense(tokens)),
             padding_mask,
+            training,
         )
         context = ops.take(ops.reshape(context, (-1, width)), real, axis=0)
-        tokens = ops.cast(
-            self.attention_layer_norm(tokens + self.attention_output_dense(context)), self.compute_dtype
-        )
+        attended = self.attention_dropout_layer(self.attention_output_dense(context), training=training)
+        tokens = ops.cast(self.attention_layer_norm(tokens + attended), self.compute_dtype)
         hidden = gelu(
             self.intermediate_dense(tokens), approximate=self.activation == "gelu_approximate"
         )
-        tokens = ops.cast(self.output_layer_norm(tokens + self.output_dense(hidden)), self.compute_dtype)
+        out = self.output_dropout_layer(self.output_dense(hidden), training=training)
+        tokens = ops.cast(self.output_layer_norm(tokens + out), self.compute_dtype)
         return scatter(tokens)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
@@ -193,10 +202,13 @@ class TransformerEncoder(keras.layers.Layer):
         return config
 
 
-def set_skip_padding(model, enabled=True):
+def set_skip_padding(model, enabled=True, in_training=None):
     """Sets `skip_padding` on every `TransformerEncoder` inside `model` (a `Task` does at
     construction on CPU): `predict`, `evaluate` and the export then run the encoder's dense
-    layers on the real tokens only."""
+    layers on the real tokens only; `in_training`, unless None, sets
+    `skip_padding_in_training` too (`fit` as well)."""
     for layer in model._flatten_layers(include_self=False, recursive=True):
         if isinstance(layer, TransformerEncoder):
             layer.skip_padding = bool(enabled)
+            if in_training is not None:
+                layer.skip_padding_in_training = bool(in_training)

@@ -59,6 +59,7 @@ class BertClassifier(ClassifierHead, Task):
     """
 
     preset_defaults = {"num_classes": 2}
+    trains_on_real_tokens = True  # its loss reads [CLS] only
 
     def __init__(self, backbone, num_classes, preprocessor=None, labels=None, dropout=0.1, **kwargs):
         _check_arguments(num_classes, labels, dropout)

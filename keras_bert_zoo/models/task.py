@@ -35,7 +35,9 @@ class Task(RawTextInputs, keras.Model):
     `sequence_length`. `predict` sorts in-memory rows by length and returns outputs in
     the input order. Packed ids (a dict with `token_ids`), or any input when
     `task.preprocessor = None`, go to Keras unchanged. On a CPU, without XLA, the
-    encoder's dense layers skip the padding (`TransformerEncoder.skip_padding`).
+    encoder's dense layers skip the padding (`TransformerEncoder.skip_padding`) at
+    inference, and in `fit` too for a task whose loss reads only [CLS]
+    (`trains_on_real_tokens`: the classifier and multiple choice).
 
     `compile()` defaults to the paper's fine-tuning recipe: `BertAdamW` (decoupled
     weight decay 0.01, none on LayerNorm and biases, gradients clipped to global norm
@@ -57,12 +59,16 @@ class Task(RawTextInputs, keras.Model):
     _run_schedule = None  # (peak learning rate, warm-up ratio) under compile(optimizer="auto")
 
     skips_padding = True  # its encoder runs on the real tokens (TransformerEncoder.skip_padding)
+    # ... in `fit` too (TransformerEncoder.skip_padding_in_training): its loss reads no padded
+    # position's output, and no output's gradient reaches one.
+    trains_on_real_tokens = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         # A task's outputs never read the padded positions. Not where Keras may pick XLA.
         set_skip_padding(self, self.skips_padding and not any(
-            d.device_type != "CPU" for d in tf.config.list_physical_devices()))
+            d.device_type != "CPU" for d in tf.config.list_physical_devices()),
+            in_training=self.trains_on_real_tokens)
 
     # === What a task defines ===
     def default_loss(self):

@@ -149,3 +149,61 @@ def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype):
         np.testing.assert_array_equal(
             np.array(keras.ops.cast(layer(x, padding_mask=mask, training=training), "float32")), want)
     assert np.all(np.array(keras.ops.cast(layer(x, training=False), "float32"))[~real] != 0.0)
+
+
+def _real_token_path(layer, enabled):
+    layer.skip_padding = layer.skip_padding_in_training = enabled
+    return layer
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_skip_padding_in_training_has_the_padded_calls_gradients(causal):
+    # `fit` on the real tokens (a classifier's): without dropout the same outputs at the real
+    # positions and the same gradients, for the weights and for the input.
+    import tensorflow as tf
+
+    layer = _layer(causal=causal)
+    x, mask = _masked_batch(seed=4)
+    real = mask.astype(bool)
+    weights = np.random.default_rng(5).normal(size=x.shape).astype("float32") * real[..., None]
+
+    def outputs_and_gradients(enabled):
+        _real_token_path(layer, enabled)
+        inputs = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            out = layer(inputs, padding_mask=mask, training=True)
+            loss = tf.reduce_sum(out * weights)  # reads the real positions only
+        grads = tape.gradient(loss, [inputs] + layer.trainable_variables)
+        return np.array(out), [np.array(tf.convert_to_tensor(g)) for g in grads]
+
+    padded_out, padded_grads = outputs_and_gradients(False)
+    real_out, real_grads = outputs_and_gradients(True)
+    np.testing.assert_allclose(real_out[real], padded_out[real], atol=1e-5, rtol=1e-5)
+    assert np.all(real_out[~real] == 0.0) and not np.allclose(padded_out[~real], 0.0)
+    assert len(real_grads) == 1 + 16  # the input and every weight
+    for got, want in zip(real_grads, padded_grads):
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+    assert np.all(real_grads[0][~real] == 0.0)  # padded positions get no gradient
+
+
+def test_skip_padding_in_training_draws_dropout_on_the_real_tokens():
+    layer = TransformerEncoder(num_heads=2, intermediate_dim=24, dropout=0.5, attention_dropout=0.0)
+    layer.build((None, None, 16))
+    randomize_weights(layer, seed=1)
+    _real_token_path(layer, True)
+    seen = []
+    for dropout in (layer.attention_dropout_layer, layer.output_dropout_layer):
+        call = dropout.call
+        dropout.call = lambda inputs, training=None, call=call: seen.append(
+            (tuple(inputs.shape), training)) or call(inputs, training=training)
+    x, mask = _masked_batch(seed=6)
+    real = mask.astype(bool)
+    inference = np.array(layer(x, padding_mask=mask, training=False))
+    first, second = (np.array(layer(x, padding_mask=mask, training=True)) for _ in range(2))
+    tokens = int(mask.sum())
+    assert seen[2:] == [((tokens, 16), True)] * 4  # both dropouts, on the (real tokens, hidden) matrix
+    assert not np.allclose(first[real], inference[real]) and not np.allclose(first[real], second[real])
+    assert np.all(first[~real] == 0.0)
+    # Off by default: a bare layer trains on the padded batch.
+    assert TransformerEncoder.skip_padding_in_training is False

@@ -68,8 +68,9 @@ def _keras_timer():
     return StepTimer()
 
 
-def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad_full=False):
-    """Worker: ours, `BertClassifier.fit` on raw strings, one epoch."""
+def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad_full=False, padded_dense=False):
+    """Worker: ours, `BertClassifier.fit` on raw strings, one epoch. `padded_dense`: the encoder's
+    dense layers train on the padded batch (`skip_padding_in_training` off, as before 2026-12-01)."""
     import keras
     import numpy as np
 
@@ -87,6 +88,10 @@ def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad
     preprocessor = BertPreprocessor(BertTokenizer(_vocab(), lowercase=True), sequence_length=128)
     model = BertClassifier(backbone, num_classes=2, preprocessor=preprocessor)
     model.compile()
+    if padded_dense:
+        from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
+
+        set_skip_padding(model, True, in_training=False)
     x, kwargs = texts, {}
     if pad_full:  # packed ids at the full 128: Keras gets them as they are, no per-batch cut
         x = {k: v.numpy() for k, v in preprocessor(texts).items()}
