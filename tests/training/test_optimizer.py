@@ -17,7 +17,8 @@ def reference_lr(step, peak, warmup, total, end=0.0):
     return decayed
 
 
-def reference_steps(params, grads_per_step, lrs, decay_mask, bias_correction=False, clip=1.0):
+def reference_steps(params, grads_per_step, lrs, decay_mask, bias_correction=False, clip=1.0,
+                    beta_1=0.9, beta_2=0.999):
     """The original AdamWeightDecayOptimizer (+ `clip_by_global_norm`), in float64."""
     params = [p.astype("float64") for p in params]
     m = [np.zeros_like(p) for p in params]
@@ -26,11 +27,11 @@ def reference_steps(params, grads_per_step, lrs, decay_mask, bias_correction=Fal
         norm = np.sqrt(sum(np.sum(np.square(g)) for g in grads))
         grads = [g * clip / max(norm, clip) for g in grads]
         for i, g in enumerate(grads):
-            m[i] = 0.9 * m[i] + 0.1 * g
-            v[i] = 0.999 * v[i] + 0.001 * g * g
+            m[i] = beta_1 * m[i] + (1 - beta_1) * g
+            v[i] = beta_2 * v[i] + (1 - beta_2) * g * g
             m_hat, v_hat = m[i], v[i]
             if bias_correction:
-                m_hat, v_hat = m[i] / (1 - 0.9**t), v[i] / (1 - 0.999**t)
+                m_hat, v_hat = m[i] / (1 - beta_1**t), v[i] / (1 - beta_2**t)
             update = m_hat / (np.sqrt(v_hat) + 1e-6)
             if decay_mask[i]:
                 update = update + 0.01 * params[i]
@@ -51,8 +52,13 @@ def _layers():
     return variables
 
 
-@pytest.mark.parametrize("bias_correction", [False, True])
-def test_matches_original_update(bias_correction):
+@pytest.mark.parametrize("bias_correction, path", [(False, "fused"), (False, "ops"), (True, "ops")])
+def test_matches_original_update(bias_correction, path):
+    # On TensorFlow without bias correction (the default) the update runs in TF's fused Adam
+    # kernel, which takes 1 - β in float32: the original with β1, β2 rounded to float32
+    # (1 - β2 is 0.99998713e-3, not 1e-3). The keras.ops path (every other backend) is exact.
+    betas = dict(beta_1=1 - float(1 - np.float32(0.9)), beta_2=1 - float(1 - np.float32(0.999))) if (
+        path == "fused") else {}
     variables = _layers()
     start = [np.array(v) for v in variables]
     rng = np.random.default_rng(1)
@@ -60,10 +66,17 @@ def test_matches_original_update(bias_correction):
     grads = [[rng.normal(scale=3.0, size=v.shape).astype("float32") for v in variables] for _ in range(5)]
     schedule = LinearWarmupLinearDecay(0.1, warmup_steps=2, total_steps=10)
     optimizer = BertAdamW(schedule, bias_correction=bias_correction)
+    calls = []
+    for name in ("_fused_tf_update_step", "_update_step_ops"):
+        method = getattr(optimizer, name)
+        setattr(optimizer, name, lambda *a, name=name, method=method: calls.append(name) or method(*a))
+    if path == "ops":
+        optimizer.update_step = optimizer._update_step_ops
     for step_grads in grads:
         optimizer.apply(step_grads, variables)
+    assert set(calls) == {"_fused_tf_update_step" if path == "fused" else "_update_step_ops"}
     lrs = [reference_lr(step, 0.1, 2, 10) for step in range(5)]
-    expected = reference_steps(start, grads, lrs, [True, False, False, False], bias_correction)
+    expected = reference_steps(start, grads, lrs, [True, False, False, False], bias_correction, **betas)
     for var, exp in zip(variables, expected):
         np.testing.assert_allclose(np.array(var), exp, rtol=2e-5, atol=2e-6)
     assert int(optimizer.iterations) == 5
