@@ -68,9 +68,11 @@ def _keras_timer():
     return StepTimer()
 
 
-def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad_full=False, padded_dense=False):
+def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad_full=False, padded_dense=False,
+                 ops_optimizer=False):
     """Worker: ours, `BertClassifier.fit` on raw strings, one epoch. `padded_dense`: the encoder's
-    dense layers train on the padded batch (`skip_padding_in_training` off, as before 2026-12-01)."""
+    dense layers train on the padded batch (`skip_padding_in_training` off, as before 2026-12-01);
+    `ops_optimizer`: `BertAdamW`'s update in `keras.ops`, not TF's fused Adam kernel."""
     import keras
     import numpy as np
 
@@ -92,6 +94,8 @@ def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad
         from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
 
         set_skip_padding(model, True, in_training=False)
+    if ops_optimizer:
+        model.optimizer.update_step = model.optimizer._update_step_ops
     x, kwargs = texts, {}
     if pad_full:  # packed ids at the full 128: Keras gets them as they are, no per-batch cut
         x = {k: v.numpy() for k, v in preprocessor(texts).items()}
