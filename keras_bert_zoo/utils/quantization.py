@@ -23,6 +23,17 @@ import functools
 import keras
 
 MODES = ("int8",)
+# oneDNN's uint8 x int8 kernel behind QuantizedMatMulWithBias needs VNNI: on an AVX2-only
+# CPU (AMD Zen 3) the op returned an empty tensor and failed (2026-12-01).
+_VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+
+
+def cpu_has_vnni(flags=None):
+    """True if the CPU has int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX-INT8)."""
+    from keras_bert_zoo.utils.precision import cpu_flags
+
+    flags = cpu_flags() if flags is None else frozenset(flags)
+    return any(flag in flags for flag in _VNNI_FLAGS)
 
 
 def check_mode(mode):
@@ -75,9 +86,10 @@ def install_fast_int8(model):
     """Makes every int8 `Dense` of `model` run oneDNN's uint8 x int8 kernel (TensorFlow only).
 
     Returns:
-        int, the number of layers that got the fast call (0 on other backends).
+        int, the number of layers that got the fast call (0 on other backends, and on a
+        CPU without VNNI, where Keras' own int8 call stays).
     """
-    if keras.backend.backend() != "tensorflow":
+    if keras.backend.backend() != "tensorflow" or not cpu_has_vnni():
         return 0
     count = 0
     for layer in model._flatten_layers():
