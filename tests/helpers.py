@@ -71,3 +71,12 @@ def assert_mixed_precision(build, inputs, float32_dtypes=("float32",)):
             if dtype.startswith("float") or dtype == "bfloat16":
                 assert dtype in (compute,) + tuple(float32_dtypes), (policy, dtype)
                 assert np.all(np.isfinite(keras.ops.convert_to_numpy(keras.ops.cast(t, "float32"))))
+
+
+def without_dropout(model):
+    """Sets every `Dropout` inside `model` to rate 0 (before its first trace): runs to compare
+    draw no dropout masks."""
+    for layer in model._flatten_layers():
+        if isinstance(layer, keras.layers.Dropout):
+            layer.rate = 0.0
+    return model

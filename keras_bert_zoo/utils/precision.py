@@ -12,6 +12,9 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 AUTO = "auto"
 ENV = "KERAS_BERT_ZOO_PRECISION"
 _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+# int8 dot products: oneDNN's uint8 x int8 kernel (QuantizedMatMulWithBias) needs them; on an
+# AVX2-only CPU (AMD Zen 3) the op returned an empty tensor and failed (2026-12-01).
+_VNNI_CPU_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
 def cpu_flags(path="/proc/cpuinfo"):
@@ -32,8 +35,21 @@ def cpu_has_native_bf16(flags=None):
     Args:
         flags: iterable of str or None. CPU flags; None reads `/proc/cpuinfo`.
     """
+    return _cpu_has_any(_BF16_CPU_FLAGS, flags)
+
+
+def cpu_has_vnni(flags=None):
+    """True if the CPU has int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX-INT8).
+
+    Args:
+        flags: iterable of str or None. CPU flags; None reads `/proc/cpuinfo`.
+    """
+    return _cpu_has_any(_VNNI_CPU_FLAGS, flags)
+
+
+def _cpu_has_any(wanted, flags):
     flags = cpu_flags() if flags is None else frozenset(flags)
-    return any(flag in flags for flag in _BF16_CPU_FLAGS)
+    return any(flag in flags for flag in wanted)
 
 
 def _has_accelerator():

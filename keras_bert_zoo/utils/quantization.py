@@ -22,18 +22,9 @@ import functools
 
 import keras
 
+from keras_bert_zoo.utils.precision import cpu_has_vnni
+
 MODES = ("int8",)
-# oneDNN's uint8 x int8 kernel behind QuantizedMatMulWithBias needs VNNI: on an AVX2-only
-# CPU (AMD Zen 3) the op returned an empty tensor and failed (2026-12-01).
-_VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
-
-
-def cpu_has_vnni(flags=None):
-    """True if the CPU has int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX-INT8)."""
-    from keras_bert_zoo.utils.precision import cpu_flags
-
-    flags = cpu_flags() if flags is None else frozenset(flags)
-    return any(flag in flags for flag in _VNNI_FLAGS)
 
 
 def check_mode(mode):

@@ -14,6 +14,7 @@ from keras_bert_zoo.models import task_inputs
 from keras_bert_zoo.models.bert_classifier import BertClassifier
 from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW
 from tests.task_contract import assert_mirrored_equals_one_device, assert_task_contract
+from tests.helpers import without_dropout
 from tests.weights import weights_testlib as lib
 
 FIXTURE = lib.fixture_dir("gelu")  # HF layout: vocab w0..w58, hidden 16, 2 layers, 32 positions
@@ -138,9 +139,7 @@ def test_fit_predict_and_evaluate_skip_padding_with_the_same_numbers(monkeypatch
         assert all(layer.skip_padding and layer.skip_padding_in_training
                    for layer in task.backbone.transformer_layers)
         set_skip_padding(task, enabled)
-        for layer in task._flatten_layers():
-            if isinstance(layer, keras.layers.Dropout):
-                layer.rate = 0.0  # the fixture's backbone has dropout: compare without draws
+        without_dropout(task)  # the fixture's backbone has dropout: compare without draws
         train_step = task.train_step
 
         def traced_train_step(data):

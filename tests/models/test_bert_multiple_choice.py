@@ -14,6 +14,7 @@ from keras_bert_zoo.models.bert_multiple_choice import BertMultipleChoice
 from keras_bert_zoo.text import BertPreprocessor
 from keras_bert_zoo.text.multiple_choice_preprocessor import MultipleChoicePreprocessor
 from tests.task_contract import assert_task_contract
+from tests.helpers import without_dropout
 from tests.weights import weights_testlib as lib
 
 FIXTURE = lib.fixture_dir("gelu")  # HF layout: vocab w0..w58, hidden 16, 2 layers, 32 positions
@@ -54,9 +55,7 @@ def test_fit_on_the_real_tokens_gives_the_padded_fits_numbers():
         task = tiny_multiple_choice()
         assert all(layer.skip_padding_in_training for layer in task.backbone.transformer_layers)
         set_skip_padding(task, enabled, in_training=enabled)
-        for layer in task._flatten_layers():
-            if isinstance(layer, keras.layers.Dropout):
-                layer.rate = 0.0  # compare without dropout draws
+        without_dropout(task)  # the fixture's backbone has dropout: compare without draws
         task.compile(learning_rate=1e-3)
         history = task.fit((CONTEXTS, ENDINGS), np.array([2, 0, 1]), batch_size=2, epochs=2, verbose=0)
         return history.history["loss"], task.predict((CONTEXTS, ENDINGS), verbose=0)
