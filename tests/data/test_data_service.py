@@ -27,7 +27,8 @@ def service():
     dispatcher = service_lib.DispatchServer(service_lib.DispatcherConfig(port=0))
     address = dispatcher.target.split("://")[1]
     workers = [service_lib.WorkerServer(service_lib.WorkerConfig(dispatcher_address=address,
-                                                                 worker_address="127.0.0.1:%port%"))
+                                                                 worker_address="127.0.0.1:%port%",
+                                                                 heartbeat_interval_ms=100))
                for _ in range(2)]
     yield dispatcher.target
     for worker in workers:
