@@ -16,7 +16,7 @@ TEST_WORKERS ?= auto
 # two threads each on 2 cores ran 40 tests in 4m52s, of one thread each in 4m25s).
 TEST_THREADS ?= 1
 
-.PHONY: demo test bench install clean
+.PHONY: demo test test-heavy bench install clean
 
 install: $(STAMP)
 
@@ -48,7 +48,12 @@ demo: $(STAMP)
 	$(PY) tools/quickstart.py
 
 test: $(TEST_STAMP)
-	TF_NUM_INTRAOP_THREADS=$(TEST_THREADS) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests keras_bert_zoo $(PYTEST_ARGS)
+	TF_NUM_INTRAOP_THREADS=$(TEST_THREADS) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not heavy" \
+		tests keras_bert_zoo $(PYTEST_ARGS)
+
+# The learning tests at real size (`heavy`: minutes each), outside `make test`'s budget.
+test-heavy: $(TEST_STAMP)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m heavy tests $(PYTEST_ARGS)
 
 # Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).
 $(BENCH_STAMP): $(TEST_STAMP)

@@ -58,7 +58,7 @@ def _answer_windows(qa, data):
     return x, (windows["start_positions"][keep], windows["end_positions"][keep])
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # `make test-heavy`; outside `make test`'s budget
 def test_minilm_fine_tuned_on_quoref_beats_the_first_sentence_baseline(tmp_path):
     from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 

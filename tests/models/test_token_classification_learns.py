@@ -16,7 +16,7 @@ def _minilm_dir():
     return os.path.join(os.path.dirname(spec.origin), "model")
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # `make test-heavy`; outside `make test`'s budget
 def test_frozen_features_tagger_reaches_clearly_nonzero_entity_f1_on_wnut():
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.models.bert_feature_extractor import BertFeatureExtractor
