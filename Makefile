@@ -47,13 +47,14 @@ $(TEST_STAMP): $(STAMP)
 demo: $(STAMP)
 	$(PY) tools/quickstart.py
 
+PYTEST := TF_NUM_INTRAOP_THREADS=$(TEST_THREADS) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+
 test: $(TEST_STAMP)
-	TF_NUM_INTRAOP_THREADS=$(TEST_THREADS) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not heavy" \
-		tests keras_bert_zoo $(PYTEST_ARGS)
+	$(PYTEST) -m "not heavy" tests keras_bert_zoo $(PYTEST_ARGS)
 
 # The learning tests at real size (`heavy`: minutes each), outside `make test`'s budget.
 test-heavy: $(TEST_STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m heavy tests $(PYTEST_ARGS)
+	$(PYTEST) -m heavy tests $(PYTEST_ARGS)
 
 # Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).
 $(BENCH_STAMP): $(TEST_STAMP)

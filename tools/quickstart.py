@@ -171,14 +171,13 @@ def main(argv=None):
     args = parse_args(argv)
     started, cpu_started, load = time.perf_counter(), _cpu_seconds(), os.getloadavg()[0]
     import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
-    from keras_bert_zoo.utils.precision import resolve_precision
+    from keras_bert_zoo.utils.precision import cpu_has_native_bf16, resolve_precision
 
-    auto = args.precision == "auto"
     args.precision = resolve_precision(args.precision)
     args.finetune_precision = resolve_precision(args.finetune_precision)
     stages.say("setup", f"precision {args.precision} (pretraining), {args.finetune_precision} (fine-tuning); "
                f"load average {load:.1f}")
-    if auto and args.precision == "float32" and "pretrain" in args.stages and not args.tiny:
+    if args.precision == "float32" and not cpu_has_native_bf16() and "pretrain" in args.stages and not args.tiny:
         stages.say("setup", "this CPU has no native bf16 (AVX512-BF16/AMX), so stage 1 runs in float32: the "
                    "default 1,000 steps took ~13.5 min on a 2-core AVX2-only Zen 3, 3.3 min in bf16 on a 2-core "
                    "Zen 4 (README: 'On the AVX2-only kind')")
