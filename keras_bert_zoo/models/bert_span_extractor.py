@@ -36,6 +36,14 @@ class BertSpanExtractor(Task):
         null_score_diff_threshold: float or None. SQuAD v2.0: answer "" when the
             null score exceeds the best span's by more than this; None (v1.1) always
             answers. `tune_null_threshold` sets it. Defaults to None.
+        rules: "original" (`run_squad.py`'s windows and decoding) or "hf_pipeline"
+            (HF's `pipeline("question-answering")`'s: `doc_stride` as the windows'
+            overlap, per-window probabilities, equal answers' scores added; see
+            `SpanDecoder`), for the same answers as HF's pipeline on the same weights.
+            The preprocessor must follow the same rules. As that decoding never reads a
+            padded position, inference then skips the padding in the encoder's dense
+            layers (`TransformerEncoder.skip_padding`; padded positions' logits are the
+            head's bias); training is unchanged. Defaults to "original".
 
     Call arguments:
         inputs: dict of `token_ids`, `segment_ids`, `padding_mask` (windows, seq).
@@ -63,13 +71,20 @@ class BertSpanExtractor(Task):
     default_sequence_length = 384
 
     # The original's span loss is a softmax over every position, padding included (so are
-    # HF's logits): its padded positions keep their values (no TransformerEncoder.skip_padding).
+    # HF's logits), and its n-best picks among them: padded positions keep their values (no
+    # TransformerEncoder.skip_padding), except at inference with rules="hf_pipeline".
     skips_padding = False
 
     def __init__(self, backbone, preprocessor=None, n_best_size=20, max_answer_length=30,
-                 null_score_diff_threshold=None, **kwargs):
-        # The decoder checks the three decoding arguments.
-        decoder = SpanDecoder(n_best_size, max_answer_length, null_score_diff_threshold)
+                 null_score_diff_threshold=None, rules="original", **kwargs):
+        # The decoder checks the decoding arguments.
+        decoder = SpanDecoder(n_best_size, max_answer_length, null_score_diff_threshold, rules)
+        if preprocessor is not None and getattr(preprocessor, "rules", rules) != rules:
+            raise ValueError(
+                "The task and its preprocessor must follow the same `rules` (windows and decoding go "
+                f"together). Received: rules={rules!r}, preprocessor.rules={preprocessor.rules!r}; build the "
+                f"preprocessor with rules={rules!r}, or pass `rules` to `from_preset`, which sets both."
+            )
         # === Layers ===
         policy = backbone.dtype_policy
         span_dense = keras.layers.Dense(2, kernel_initializer=bert_initializer(), dtype=policy, name="span_logits")
@@ -90,6 +105,11 @@ class BertSpanExtractor(Task):
         self.n_best_size = n_best_size
         self.max_answer_length = max_answer_length
         self.null_score_diff_threshold = decoder.null_score_diff_threshold
+        self.rules = rules
+        if rules == "hf_pipeline":
+            # HF's decoding reads the logits of context tokens and [CLS] only, so inference may skip
+            # the padding (padded positions' logits are then the head's bias); training does not.
+            self._apply_skip_padding(True)
         # === Head ===
         self.span_dense = span_dense
 
@@ -108,7 +128,7 @@ class BertSpanExtractor(Task):
 
     def decoder(self):
         """The `SpanDecoder` with this task's decoding settings."""
-        return SpanDecoder(self.n_best_size, self.max_answer_length, self.null_score_diff_threshold)
+        return SpanDecoder(self.n_best_size, self.max_answer_length, self.null_score_diff_threshold, self.rules)
 
     def postprocess(self, outputs):
         """Logits and the windows' fields -> answers per question, in TF ops.
@@ -273,7 +293,7 @@ class BertSpanExtractor(Task):
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, sequence_length=None, doc_stride=None, max_query_length=None,
-                    **kwargs):
+                    rules=None, **kwargs):
         """Builds the task from a preset (see `Task.from_preset`); a SQuAD head in the
         checkpoint (Google's `cls/squad/*`, HF's `qa_outputs.*`, ours) is loaded, and a
         saved task's window and decoding settings (`doc_stride`, `max_query_length`,
@@ -286,8 +306,11 @@ class BertSpanExtractor(Task):
             doc_stride: int or None. None: the saved task's, else 128.
             max_query_length: int or None. None: the saved task's, else 64, or half of
                 `sequence_length` when less.
+            rules: "original", "hf_pipeline" or None (the saved task's, else
+                "original"): set on both the task and its preprocessor.
             **kwargs: the task's arguments (`n_best_size`, `max_answer_length`,
                 `null_score_diff_threshold`) or backbone config overrides.
         """
         return super().from_preset(preset, load_weights=load_weights, sequence_length=sequence_length,
-                                   doc_stride=doc_stride, max_query_length=max_query_length, **kwargs)
+                                   doc_stride=doc_stride, max_query_length=max_query_length, rules=rules,
+                                   **kwargs)

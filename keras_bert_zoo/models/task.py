@@ -65,8 +65,12 @@ class Task(RawTextInputs, keras.Model):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # A task's outputs never read the padded positions. Not where Keras may pick XLA.
-        set_skip_padding(self, self.skips_padding and not any(
+        self._apply_skip_padding(self.skips_padding)
+
+    def _apply_skip_padding(self, enabled):
+        """`TransformerEncoder.skip_padding` where the task's outputs never read the padded
+        positions (`enabled`); not where Keras may pick XLA (any non-CPU device)."""
+        set_skip_padding(self, enabled and not any(
             d.device_type != "CPU" for d in tf.config.list_physical_devices()),
             in_training=self.trains_on_real_tokens)
 

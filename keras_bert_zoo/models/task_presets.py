@@ -45,6 +45,8 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     settings.update({k: v for k, v in ((k, kwargs.pop(k)) for k in list(kwargs) if k in accepted)
                      if v is not None})
     task_kwargs.update({k: v for k, v in explicit.items() if v is not None})
+    # An argument of both the task and its preprocessor (a span extractor's `rules`) sets both.
+    settings.update({k: v for k, v in explicit.items() if k in accepted and v is not None})
     if explicit.get("dropout") is not None:
         kwargs.setdefault("dropout", explicit["dropout"])
     tensors = source = None

@@ -4,13 +4,14 @@ import keras
 import tensorflow as tf
 
 from keras_bert_zoo.text import normalize as norm
+from keras_bert_zoo.text.span_windows import check_rules
 from keras_bert_zoo.utils import keras_internals
 
 WINDOW_FIELDS = ("token_starts", "token_ends", "max_context", "example_index")
 
 
 # The decoding settings a span extractor and its SpanDecoder share (both configs hold them).
-DECODER_SETTINGS = ("n_best_size", "max_answer_length", "null_score_diff_threshold")
+DECODER_SETTINGS = ("n_best_size", "max_answer_length", "null_score_diff_threshold", "rules")
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
 class SpanDecoder(keras.layers.Layer):
@@ -29,11 +30,24 @@ class SpanDecoder(keras.layers.Layer):
     null score - best score > threshold. Unset (v1.1), an answer is always given when a
     valid span exists.
 
+    With `rules="hf_pipeline"` it decodes as HF's `pipeline("question-answering")` with
+    `top_k=1, align_to_words=False` (transformers 4.57's `select_starts_ends`,
+    `decode_spans` and `postprocess`): per window, start and end logits are soft-maxed
+    over the context tokens and `[CLS]`; a span's score is p(start) x p(end) over
+    context tokens, end >= start, at most `max_answer_length` tokens (every pair, so
+    `n_best_size` is unused; no max-context rule); each window gives its best span; the
+    scores of windows whose answers have the same lower-cased text are *added*, and the
+    highest total wins (ties: the earlier window). The null score is the minimum over
+    windows of p([CLS] start) x p([CLS] end), so `null_score_diff_threshold=0` is HF's
+    `handle_impossible_answer=True`; `score` is the winning total probability.
+
     Args:
         n_best_size: int. Start and end candidates per window. Defaults to 20.
         max_answer_length: int. Longest answer in tokens. Defaults to 30.
         null_score_diff_threshold: float or None. The v2.0 threshold; None for v1.1.
             Defaults to None.
+        rules: "original" (`run_squad.py`) or "hf_pipeline" (see above). Defaults to
+            "original".
 
     Call arguments:
         start_logits: float (windows, sequence_length).
@@ -60,7 +74,8 @@ class SpanDecoder(keras.layers.Layer):
     (array([b'Ann'], dtype=object), array([18], dtype=int32), array([21], dtype=int32))
     """
 
-    def __init__(self, n_best_size=20, max_answer_length=30, null_score_diff_threshold=None, **kwargs):
+    def __init__(self, n_best_size=20, max_answer_length=30, null_score_diff_threshold=None, rules="original",
+                 **kwargs):
         super().__init__(**kwargs)
         keras_internals.accept_raw_inputs(self)
         self.built = True
@@ -72,6 +87,7 @@ class SpanDecoder(keras.layers.Layer):
                 "`null_score_diff_threshold` must be a number (SQuAD v2.0) or None (v1.1). "
                 f"Received: null_score_diff_threshold={null_score_diff_threshold!r}."
             )
+        self.rules = check_rules(rules)
         self.n_best_size = n_best_size
         self.max_answer_length = max_answer_length
         self.null_score_diff_threshold = (
@@ -99,15 +115,63 @@ class SpanDecoder(keras.layers.Layer):
         end = tf.gather(end_index, pair % k, batch_dims=1)
         return best, start, end
 
+    def _hf_window_best(self, start_logits, end_logits, windows):
+        """HF's best span per window: (probability, start, end, null probability)."""
+        in_context = windows["token_starts"] >= 0  # (windows, length)
+        length = tf.shape(start_logits)[1]
+        position = tf.range(length)
+        kept = in_context | tf.equal(position, 0)[tf.newaxis, :]  # [CLS] stays in the softmax
+
+        def probabilities(logits):
+            return tf.nn.softmax(tf.where(kept, tf.cast(logits, tf.float32), -float("inf")), axis=-1)
+
+        p_start, p_end = probabilities(start_logits), probabilities(end_logits)
+        null = p_start[:, 0] * p_end[:, 0]
+        p_start = tf.where(in_context, p_start, 0.0)
+        p_end = tf.where(in_context, p_end, 0.0)
+        # Band of the (start, end) product: end = start + d, 0 <= d < max_answer_length.
+        ends = position[:, tf.newaxis] + tf.range(self.max_answer_length)[tf.newaxis, :]  # (length, band)
+        inside = ends < length
+        p_band = tf.gather(p_end, tf.minimum(ends, length - 1), axis=1)  # (windows, length, band)
+        scores = p_start[:, :, tf.newaxis] * tf.where(inside, p_band, 0.0)
+        scores = tf.reshape(scores, [tf.shape(scores)[0], -1])  # (start, d) order = HF's row-major (start, end)
+        best = tf.reduce_max(scores, axis=1)
+        pair = _first_index(scores, best)
+        start = pair // self.max_answer_length
+        return best, start, start + pair % self.max_answer_length, null
+
+    def _hf_choice(self, start_logits, end_logits, windows, contexts, example, num_examples):
+        """HF's cross-window choice: equal answer texts add their windows' scores."""
+        best, start, end, null_window = self._hf_window_best(start_logits, end_logits, windows)
+        valid = best > 0
+        rows = tf.range(tf.shape(start)[0])
+        char_start = tf.gather_nd(windows["token_starts"], tf.stack([rows, start], axis=1))
+        char_end = tf.gather_nd(windows["token_ends"], tf.stack([rows, end], axis=1))
+        text = tf.strings.substr(tf.gather(contexts, example), tf.maximum(char_start, 0),
+                                 tf.maximum(char_end - char_start, 0), unit="UTF8_CHAR")
+        # One group per (question, lower-cased answer text); HF sums Python floats (float64).
+        key = tf.strings.join([tf.strings.as_string(example), tf.strings.lower(text, encoding="utf-8")], "\x00")
+        _, group = tf.unique(key)
+        scores = tf.where(valid, tf.cast(best, tf.float64), 0.0)
+        total = tf.gather(tf.math.unsorted_segment_sum(scores, group, tf.shape(key)[0]), group)
+        total = tf.where(valid, total, -float("inf"))
+        null = tf.math.unsorted_segment_min(tf.cast(null_window, tf.float64), example, num_examples)
+        return total, start, end, null
+
     def call(self, start_logits, end_logits, windows, contexts):
         contexts = norm.drop_invalid_utf8(tf.reshape(tf.convert_to_tensor(contexts, tf.string), [-1]))
         num_examples = tf.shape(contexts)[0]
-        # float64: sums of two logits are exact, so ties and order match the original's Python floats.
-        start_logits = tf.cast(start_logits, tf.float64)
-        end_logits = tf.cast(end_logits, tf.float64)
         windows = {key: tf.convert_to_tensor(windows[key]) for key in WINDOW_FIELDS}
         example = tf.cast(windows["example_index"], tf.int32)
-        best, start, end = self._window_best(start_logits, end_logits, windows)
+        if self.rules == "hf_pipeline":
+            best, start, end, null = self._hf_choice(start_logits, end_logits, windows, contexts, example,
+                                                     num_examples)
+        else:
+            # float64: sums of two logits are exact, so ties and order match the original's Python floats.
+            start_logits = tf.cast(start_logits, tf.float64)
+            end_logits = tf.cast(end_logits, tf.float64)
+            best, start, end = self._window_best(start_logits, end_logits, windows)
+            null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example, num_examples)
         example_best = tf.math.unsorted_segment_max(best, example, num_examples)  # (examples,)
         window_ids = tf.range(tf.shape(example)[0])
         reaches = tf.equal(best, tf.gather(example_best, example))
@@ -119,7 +183,6 @@ class SpanDecoder(keras.layers.Layer):
         char_start = tf.gather_nd(windows["token_starts"], position)
         position = tf.stack([window, tf.gather(end, window)], axis=1)
         char_end = tf.gather_nd(windows["token_ends"], position)
-        null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example, num_examples)
         score_diff = null - example_best
         answered = found
         if self.null_score_diff_threshold is not None:

@@ -13,6 +13,7 @@ from keras_bert_zoo.text import normalize as norm
 from keras_bert_zoo.text.span_windows import (
     answer_texts,
     answer_token_spans,
+    check_rules,
     max_context_windows,
     window_geometry,
 )
@@ -37,6 +38,13 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
         sequence_length: int. Tokens per window row. Defaults to 384.
         doc_stride: int. Context tokens between window starts. Defaults to 128.
         max_query_length: int. Question tokens kept. Defaults to 64.
+        rules: "original" or "hf_pipeline". With "hf_pipeline", `doc_stride` means
+            what it means to HF's QA pipeline and `run_qa.py` (HF tokenizers'
+            `stride`): the context tokens consecutive windows *share*, so windows start
+            every `window - doc_stride` tokens (~233 at 384/128 instead of 128), as HF's;
+            `doc_stride` must then be less than `sequence_length - max_query_length - 3`.
+            The question is still cut at `max_query_length` (HF's pipeline keeps
+            longer questions whole). Defaults to "original".
 
     Call arguments:
         x: a tuple `(questions, contexts)`: strings or 1-D batches of strings.
@@ -60,9 +68,10 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
         google-research/bert `run_squad.py`.
     """
 
-    settings = ("sequence_length", "doc_stride", "max_query_length")
+    settings = ("sequence_length", "doc_stride", "max_query_length", "rules")
 
-    def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, **kwargs):
+    def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, rules="original",
+                 **kwargs):
         super().__init__(tokenizer, **kwargs)
         for name, value in (
             ("sequence_length", sequence_length),
@@ -77,9 +86,16 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
                 f"every window holds context. Received: sequence_length={sequence_length}, "
                 f"max_query_length={max_query_length}."
             )
+        if check_rules(rules) == "hf_pipeline" and doc_stride >= sequence_length - max_query_length - 3:
+            raise ValueError(
+                "With rules='hf_pipeline', `doc_stride` is the overlap of consecutive windows and must be "
+                "less than the context tokens a window holds, sequence_length - max_query_length - 3 = "
+                f"{sequence_length - max_query_length - 3}. Received: doc_stride={doc_stride}."
+            )
         self.sequence_length = sequence_length
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
+        self.rules = rules
 
     def windows(self, questions, contexts, answer_spans=None):
         """Every window with the fields the model, the loss and the decoder need.
@@ -109,8 +125,9 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
         query_lengths = tf.minimum(tf.cast(query.row_lengths(), tf.int64), self.max_query_length)
         doc_lengths = tf.cast(doc.row_lengths(), tf.int64)
         max_doc = self.sequence_length - query_lengths - 3
-        example, index, start, length, count = window_geometry(doc_lengths, max_doc, self.doc_stride)
-        best = max_context_windows(doc_lengths, max_doc, self.doc_stride, count)
+        overlap = self.rules == "hf_pipeline"
+        example, index, start, length, count = window_geometry(doc_lengths, max_doc, self.doc_stride, overlap)
+        best = max_context_windows(doc_lengths, max_doc, self.doc_stride, count, overlap)
 
         # Every field is built densely on a (windows, sequence_length) grid of positions:
         # [CLS] at 0, the question at 1..q, [SEP] at q + 1, context from q + 2, [SEP] after it.
@@ -177,7 +194,7 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
 
     @classmethod
     def from_preset(cls, preset, sequence_length=384, doc_stride=128, max_query_length=None, lowercase=None,
-                    **kwargs):
+                    rules="original", **kwargs):
         """Builds the preprocessor with the preset's vocabulary and casing.
 
         Args:
@@ -188,13 +205,14 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
                 `sequence_length` when that is less.
             lowercase: bool or None. None uses the preset's casing (see
                 `BertPreprocessor.from_preset`).
+            rules: "original" or "hf_pipeline" (see the class). Defaults to "original".
             **kwargs: more `BertTokenizer` arguments (`truncate` is accepted and unused).
         """
         kwargs.pop("truncate", None)  # windows never truncate a context
         if max_query_length is None:
             max_query_length = min(64, sequence_length // 2)
         tokenizer = cls.preset_tokenizer(preset, lowercase, **kwargs)
-        return cls(tokenizer, sequence_length, doc_stride, max_query_length)
+        return cls(tokenizer, sequence_length, doc_stride, max_query_length, rules=rules)
 
 
 def as_pairs(x):

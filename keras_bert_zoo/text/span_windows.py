@@ -10,6 +10,20 @@ import tensorflow as tf
 _SQUAD_WHITESPACE = (32, 9, 13, 10, 0x202F)
 _LOW32 = 2**32 - 1
 
+# Whose windows and decoding a span extractor follows: the original `run_squad.py`, or
+# HF's `pipeline("question-answering")` (same answers as it for the same weights).
+RULES = ("original", "hf_pipeline")
+
+
+def check_rules(rules):
+    """`rules` if it is one of `RULES`, else a ValueError that names them."""
+    if rules not in RULES:
+        raise ValueError(
+            f"`rules` must be one of {RULES}: 'original' (run_squad.py's windows and decoding) or "
+            f"'hf_pipeline' (HF's question-answering pipeline's). Received: rules={rules!r}."
+        )
+    return rules
+
 
 def ranges(starts, lengths):
     """int64 ragged rows `[start, start + length)`."""
@@ -20,19 +34,33 @@ def _ceil_div(a, b):
     return -tf.math.floordiv(-a, b)
 
 
-def window_geometry(doc_lengths, max_doc_tokens, doc_stride):
+def window_step(max_doc_tokens, doc_stride, overlap=False):
+    """Context tokens between window starts.
+
+    The original's `doc_stride` is the step (at most a window); with `overlap` it is,
+    as HF tokenizers' `stride` (HF's QA pipeline and `run_qa.py`), the number of tokens
+    consecutive windows share, so the step is the window less `doc_stride` (at least 1).
+    Either way window i starts at i x step and the last one ends at the context's end.
+    """
+    if overlap:
+        return tf.maximum(max_doc_tokens - doc_stride, 1)
+    return tf.minimum(max_doc_tokens, doc_stride)
+
+
+def window_geometry(doc_lengths, max_doc_tokens, doc_stride, overlap=False):
     """Start and length of every window, as the original's `doc_spans` loop.
 
     Args:
         doc_lengths: int64 (batch,) context tokens per example.
         max_doc_tokens: int64 (batch,) context tokens a window holds.
         doc_stride: int, the stride.
+        overlap: bool. `doc_stride` counts shared tokens (see `window_step`).
 
     Returns:
         (example, index, start, length, count): int64 (windows,) x4 and (batch,) windows
         per example. An empty context still gets one (empty) window.
     """
-    step = tf.minimum(max_doc_tokens, doc_stride)  # (batch,)
+    step = window_step(max_doc_tokens, doc_stride, overlap)  # (batch,)
     extra = tf.maximum(_ceil_div(doc_lengths - max_doc_tokens, step), 0)
     count = extra + 1  # (batch,)
     example = tf.repeat(tf.range(tf.size(count, out_type=tf.int64)), count)  # (windows,)
@@ -42,7 +70,7 @@ def window_geometry(doc_lengths, max_doc_tokens, doc_stride):
     return example, index, start, length, count
 
 
-def max_context_windows(doc_lengths, max_doc_tokens, doc_stride, count):
+def max_context_windows(doc_lengths, max_doc_tokens, doc_stride, count, overlap=False):
     """The window that is each context token's "max context" one.
 
     The original scores window j for token p as min(left, right context) + 0.01 x
@@ -53,7 +81,7 @@ def max_context_windows(doc_lengths, max_doc_tokens, doc_stride, count):
     Returns:
         int64 ragged (batch, tokens): window index per context token.
     """
-    step = tf.minimum(max_doc_tokens, doc_stride)
+    step = window_step(max_doc_tokens, doc_stride, overlap)
     positions = tf.ragged.range(doc_lengths)  # (batch, tokens)
     rows = positions.value_rowids()
     p = positions.flat_values

@@ -168,3 +168,50 @@ def test_predict_traces_its_forward_pass_once(tmp_path):
     for other in answers[1:]:
         assert other["answer_text"].tolist() == answers[0]["answer_text"].tolist()
         np.testing.assert_allclose(other["score"], answers[0]["score"], rtol=1e-5)
+
+
+def test_hf_pipeline_rules_reach_windows_decoding_presets_and_export(tmp_path):
+    """`rules="hf_pipeline"` from `from_preset` sets the preprocessor's windows and the
+    decoder; predict, the serving graph and a saved preset answer by those rules."""
+    import importlib
+
+    import tensorflow as tf
+
+    from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
+
+    export_lib = importlib.import_module("keras_bert_zoo.export")  # the module, not the function
+
+    preset = _preset(tmp_path)
+    task = BertSpanExtractor.from_preset(preset, sequence_length=32, doc_stride=8, max_query_length=6,
+                                         max_answer_length=4, rules="hf_pipeline", dropout=0.0)
+    assert (task.rules, task.preprocessor.rules) == ("hf_pipeline", "hf_pipeline")
+    questions, contexts, _ = _data()
+    answers = task.predict((questions, contexts), batch_size=3)
+    windows = task.preprocessor.windows(questions, contexts)
+    start, end = task.predict({k: windows[k] for k in ("token_ids", "segment_ids", "padding_mask")}, verbose=0)
+    expected = SpanDecoder(max_answer_length=4, rules="hf_pipeline")(start, end, windows, contexts)
+    assert answers["answer_text"].tolist() == [t.decode() for t in expected["answer_text"].numpy()]
+    assert 0 < answers["score"].min() and answers["score"].max() <= 2.0  # summed probabilities
+    # Inference skips the padding (HF's decoding never reads it): the same answers as without.
+    assert all(layer.skip_padding for layer in task.backbone.transformer_layers)
+    set_skip_padding(task, False)
+    task.__dict__.pop("_window_forward")  # traced with the padding skipped
+    padded = task.predict((questions, contexts), batch_size=4)
+    assert padded["answer_text"].tolist() == answers["answer_text"].tolist()
+    np.testing.assert_allclose(padded["score"], answers["score"], rtol=1e-4)
+    assert task._window_forward.experimental_get_tracing_count() == 1
+    set_skip_padding(task, True)
+    original = BertSpanExtractor.from_preset(preset, sequence_length=32, doc_stride=8,
+                                             max_query_length=6, max_answer_length=4, dropout=0.0)
+    assert len(original.preprocessor.windows(questions, contexts)["example_index"]) > len(windows["example_index"])
+    spec = export_lib.export_tasks.serving_spec(task)
+    serve = export_lib.serving_functions(task, spec, ("text",))["serving_default"][0]
+    served = serve(question=tf.constant(questions), context=tf.constant(contexts))
+    assert [t.decode() for t in served["answer_text"].numpy()] == answers["answer_text"].tolist()
+    task.save_to_preset(str(tmp_path / "hf_rules"))
+    restored = BertSpanExtractor.from_preset(str(tmp_path / "hf_rules"))
+    assert (restored.rules, restored.preprocessor.rules, restored.preprocessor.doc_stride) == ("hf_pipeline",) * 2 + (8,)
+    assert restored.predict((questions, contexts))["answer_text"].tolist() == answers["answer_text"].tolist()
+    assert BertSpanExtractor.from_preset(str(tmp_path / "hf_rules"), rules="original").preprocessor.rules == "original"
+    with pytest.raises(ValueError, match="same `rules`"):
+        BertSpanExtractor(task.backbone, preprocessor=task.preprocessor)

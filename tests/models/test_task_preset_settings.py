@@ -22,7 +22,7 @@ def test_span_extractor_preset_keeps_windows_and_decoding(tmp_path):
     task = BertSpanExtractor.from_preset(HF, sequence_length=32, doc_stride=8, max_query_length=6, n_best_size=5,
                                          max_answer_length=4, null_score_diff_threshold=0.25, dropout=0.0)
     assert preprocessor_settings(task.preprocessor) == {"doc_stride": 8, "max_query_length": 6,
-                                                         "sequence_length": 32}
+                                                         "rules": "original", "sequence_length": 32}
     x = _contexts()
     expected = task.predict(x)
     task.save_to_preset(str(tmp_path / "qa"))
@@ -30,7 +30,7 @@ def test_span_extractor_preset_keeps_windows_and_decoding(tmp_path):
     restored = BertSpanExtractor.from_preset(str(tmp_path / "qa"))
     assert restored.preprocessor.get_config() == task.preprocessor.get_config()
     assert restored.task_config() == task.task_config() == {
-        "n_best_size": 5, "max_answer_length": 4, "null_score_diff_threshold": 0.25}
+        "n_best_size": 5, "max_answer_length": 4, "null_score_diff_threshold": 0.25, "rules": "original"}
     answers = restored.predict(x)
     assert answers["answer_text"].tolist() == expected["answer_text"].tolist()
     np.testing.assert_allclose(answers["score_diff"], expected["score_diff"], rtol=1e-5)

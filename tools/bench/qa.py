@@ -46,7 +46,7 @@ SETTINGS = dict(sequence_length=384, doc_stride=128, max_query_length=64, max_an
 FULL = dict(models={"minilm": 64, "base": 16}, runs=2)
 QUICK = dict(models={"minilm": 32, "base": 16}, runs=1)
 PEER_DIR = os.environ.get("HF_QA_PEER", str(ROOT / "build" / "hf_qa_peer"))
-SIDES = ("ours_predict", "ours_served", "hf_pipeline")
+SIDES = ("ours_predict", "ours_predict_hf_rules", "ours_served", "hf_pipeline")
 # A fine-tuned span extractor preset (e.g. tools/finetune.py --task squad1's) for MiniLM, converted to HF
 # by `save_hf_checkpoint`, and then the agreement diagnostics of qa_rules run; unset: the random head.
 QA_PRESET = os.environ.get("KBZ_BENCH_QA_PRESET")
@@ -135,11 +135,12 @@ def _timed(call, rows):
     return {"seconds": seconds, "rate": len(rows) / seconds, "answers": answers}
 
 
-def measure_ours_predict(preset, rows, precision):
-    """Worker: `BertSpanExtractor.predict((questions, contexts))` of the preset, in `precision`."""
+def measure_ours_predict(preset, rows, precision, rules="original"):
+    """Worker: `BertSpanExtractor.predict((questions, contexts))` of the preset, in `precision`,
+    with the original's or HF's pipeline's windows and decoding (`rules`)."""
     from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 
-    model = BertSpanExtractor.from_preset(preset, dtype=precision)
+    model = BertSpanExtractor.from_preset(preset, dtype=precision, rules=rules)
     rows = json.load(open(rows, encoding="utf-8"))
 
     def call(batch):
@@ -196,12 +197,22 @@ def measure_hf_pipeline(hf, rows, precision):
     return result
 
 
+def _precisions():
+    """float32, and bf16 where the CPU has it natively (emulated bf16 is slower than fp32)."""
+    from keras_bert_zoo.utils.precision import cpu_has_native_bf16
+
+    return ("float32", "mixed_bfloat16") if cpu_has_native_bf16() else ("float32",)
+
+
 def _configs(prepared, served=True):
     configs = []
-    for precision in ("float32", "mixed_bfloat16"):
+    for precision in _precisions():
         suffix = "" if precision == "float32" else "_bf16"
         configs.append((("ours_predict", precision), "measure_ours_predict",
                         dict(preset=prepared["preset"], rows=prepared["rows"], precision=precision), None))
+        configs.append((("ours_predict_hf_rules", precision), "measure_ours_predict",
+                        dict(preset=prepared["preset"], rows=prepared["rows"], precision=precision,
+                             rules="hf_pipeline"), None))
         if served:
             configs.append((("ours_served", precision), "measure_ours_served",
                             dict(saved_model=prepared["saved_model" + suffix], rows=prepared["rows"]), None))
@@ -257,6 +268,7 @@ def agreement(a, b):
 def _row(model, prepared, key, result, reference):
     side, precision = key
     name = {"ours_predict": "ours `BertSpanExtractor.predict`", "ours_served": "ours, exported SavedModel",
+            "ours_predict_hf_rules": "ours `predict`, `rules=\"hf_pipeline\"`",
             "hf_pipeline": "HF `pipeline(\"question-answering\")`"}[side]
     if "error" in result:
         return f"| {model} | {name} | {precision} | failed: {result['error'][:200]} | | |"

@@ -12,7 +12,8 @@
 
 `hf_matched_windows` runs HF's pipeline with, per question, the overlap that makes its
 windows ours (step 128); `ours_with_hf_rule` decodes our windows' logits with HF's rule
-in NumPy. Agreement of the two (same windows, same rule) checks that the logits agree;
+(`SpanDecoder(rules="hf_pipeline")`, which also adds the scores of equal answers found in
+several windows, as HF's `postprocess` does). Agreement of the two (same windows, same rule) checks that the logits agree;
 against ours it measures what the decoding rule alone changes.
 """
 
@@ -43,22 +44,16 @@ def hf_matched_windows(hf, rows):
 
 
 def hf_rule(start, end, token_starts, token_ends, example_index, contexts, max_answer_length):
-    """HF's `select_starts_ends` + cross-window choice on our windows (see the module)."""
-    best = {}
-    for w in range(start.shape[0]):
-        ok = token_starts[w] >= 0
-        if not ok.any():
-            continue
-        norm = ok.copy()
-        norm[0] = True  # HF's p_mask keeps [CLS] in the softmax, then zeroes its probability
-        p = [np.exp(x - x[norm].max()) * norm for x in (start[w].astype(np.float64), end[w].astype(np.float64))]
-        p = [x / x.sum() * ok for x in p]
-        outer = np.tril(np.triu(np.outer(p[0], p[1])), max_answer_length - 1)
-        i, j = np.unravel_index(np.argmax(outer), outer.shape)
-        e = int(example_index[w])
-        if e not in best or outer[i, j] > best[e][0]:
-            best[e] = (outer[i, j], token_starts[w, i], token_ends[w, j])
-    return [contexts[e][best[e][1] : best[e][2]] if e in best else "" for e in range(len(contexts))]
+    """HF's decoding rule on our windows: `SpanDecoder(rules="hf_pipeline")` (per-window
+    probabilities, equal answers' scores added across windows; see its docstring)."""
+    from keras_bert_zoo.text.span_decoder import SpanDecoder
+
+    windows = {"token_starts": np.asarray(token_starts, "int32"), "token_ends": np.asarray(token_ends, "int32"),
+               "max_context": np.zeros(np.shape(token_starts), "int32"),
+               "example_index": np.asarray(example_index, "int32")}
+    decoder = SpanDecoder(max_answer_length=max_answer_length, rules="hf_pipeline")
+    answers = decoder(np.asarray(start, "float32"), np.asarray(end, "float32"), windows, list(contexts))
+    return [t.decode("utf-8") for t in answers["answer_text"].numpy()]
 
 
 def ours_with_hf_rule(preset, rows):
