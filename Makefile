@@ -52,7 +52,7 @@ PYTEST := TF_NUM_INTRAOP_THREADS=$(TEST_THREADS) $(PY) -m pytest -n $(TEST_WORKE
 test: $(TEST_STAMP)
 	$(PYTEST) -m "not heavy" tests keras_bert_zoo $(PYTEST_ARGS)
 
-# The learning tests at real size (`heavy`: minutes each), outside `make test`'s budget.
+# The learning tests at real size and the slowest variants (`heavy`: minutes each), outside `make test`'s budget.
 test-heavy: $(TEST_STAMP)
 	$(PYTEST) -m heavy tests $(PYTEST_ARGS)
 

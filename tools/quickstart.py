@@ -34,8 +34,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from tools import quickstart_stages as stages  # noqa: E402
 
 TINY = dict(size=None, max_articles=30, vocabulary_size=600, seq_length=64, batch_size=16,
-            steps=100, eval_every=50, eval_batches=4, max_predictions=10, learning_rate=2.5e-4,
-            train_examples=384, dev_examples=200, finetune_batch_size=8, throughput_examples=64)
+            steps=60, eval_every=30, eval_batches=4, max_predictions=10, learning_rate=2.5e-4,
+            train_examples=320, dev_examples=200, finetune_batch_size=8, throughput_examples=64)
 STAGES = ("pretrain", "finetune", "serve")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
 

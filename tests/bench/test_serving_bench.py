@@ -14,7 +14,7 @@ def _in_process(module, func, kwargs):
     return getattr(importlib.import_module(module), func)(**kwargs)
 
 
-@pytest.mark.slow  # ~25 s of CPU: two tiny models built, exported, reloaded and timed
+@pytest.mark.heavy  # `make test-heavy` (~55 s in the suite): a benchmark section, which `make bench` runs anyway
 def test_serving_section_at_a_tiny_size(tmp_path):
     settings = dict(latency_calls=(4, 2), batch_size=4, batches=2, runs=2)  # two rounds, interleaved
     results = serving.measure(settings=settings, workdir=str(tmp_path), preset=lib.fixture_dir("gelu"),

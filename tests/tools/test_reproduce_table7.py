@@ -26,7 +26,7 @@ def test_features_match_the_library():
         reproduce_table7.main(["--preset", "x", "--output-dir", "y", "--features", "last,first"])
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # `make test-heavy`: its parts (feature extractor, tuning) are tested in make test
 def test_run_writes_results_and_table(tmp_path):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.weights.loading import save_to_preset

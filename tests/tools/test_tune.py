@@ -135,7 +135,7 @@ def test_tune_under_bfloat16_reports_a_finite_dev_metric(polarity_files, tmp_pat
     assert kind.build(1e-3, 0).dtype_policy.name == "mixed_bfloat16"
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # `make test-heavy`: MirroredStrategy fits run in make test (classifier, pretraining)
 def test_tune_under_mirrored_strategy_on_two_logical_cpus(polarity_files, tmp_path):
     import subprocess
     import sys

@@ -187,7 +187,7 @@ def _checkpoint_values(directory):
     return {n: reader.get_tensor(n) for n in names}
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # `make test-heavy` (~2 min, 3 CLI processes); kill/resume stays in make test (test_resume.py)
 def test_cli_two_phases_killed_in_phase_two_ends_bitwise_equal(tmp_path, corpus):
     from keras_bert_zoo.weights.loading import read_preset_tensors
 
