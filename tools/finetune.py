@@ -27,7 +27,8 @@ training examples/s on 2 shared, busy cores: 11-15 minutes.)
 SQuAD v1.1 (`--task squad1`) and v2.0 (`--task squad2`) read the JSON files as distributed
 (or `tfds:<split>` of squad/v1.1, squad/v2.0 prepared offline); contexts longer than a window
 are cut into windows of --sequence-length (default 384) every --doc-stride (128) tokens, the
-question kept to --max-query-length (64) tokens; --max-train-examples counts questions:
+question kept to --max-query-length (64) tokens (with --rules hf_pipeline, HF's QA pipeline's windows,
+--doc-stride tokens shared by consecutive windows, and its decoding); --max-train-examples counts questions:
 
     python tools/finetune.py --task squad2 --train-file train-v2.0.json --dev-file dev-v2.0.json \
         --preset bert_base_en_uncased --output-dir runs/squad2 --epochs 2 --batch-size 32
@@ -77,6 +78,9 @@ def build_parser():
     p.add_argument("--doc-stride", type=int, help="SQuAD: context tokens between window starts; default 128")
     p.add_argument("--max-query-length", type=int, help="SQuAD: question tokens kept; default 64")
     p.add_argument("--max-answer-length", type=int, help="SQuAD: longest answer in tokens; default 30")
+    p.add_argument("--rules", choices=["original", "hf_pipeline"],
+                   help="SQuAD: windows and decoding of the original run_squad.py (default) or of HF's "
+                        "question-answering pipeline (--doc-stride is then the windows' overlap)")
     p.add_argument("--feature-based", choices=FEATURE_CHOICES,
                    help="conll2003: a BiLSTM tagger on these frozen BERT features (paper §5.3) instead of fine-tuning")
     p.add_argument("--lstm-units", type=int, help="--feature-based: BiLSTM units per direction; default 768")

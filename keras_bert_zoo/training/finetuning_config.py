@@ -80,6 +80,7 @@ class FinetuningConfig:
     doc_stride: int = None  # context tokens between window starts (run_squad.py: 128)
     max_query_length: int = None  # question tokens kept (run_squad.py: 64)
     max_answer_length: int = None  # longest answer in tokens when decoding (run_squad.py: 30)
+    rules: str = None  # windows and decoding: "original" (run_squad.py, the default) or "hf_pipeline"
     # CoNLL only: train a BiLSTM tagger on frozen BERT features (paper §5.3) instead of fine-tuning.
     feature_based: str = None  # one of FEATURE_CHOICES, or None to fine-tune
     lstm_units: int = None  # feature-based only: BiLSTM units per direction (None: 768, the paper's)
@@ -116,6 +117,14 @@ class FinetuningConfig:
                     raise ValueError(f"{flag(name)} is SQuAD's (task squad1 or squad2). "
                                      f"Received it with task={self.task!r}.")
                 self._check_int(name, minimum=1)
+        if self.rules is not None:
+            from keras_bert_zoo.text.span_windows import RULES
+
+            if self.task not in SQUAD_TASKS:
+                raise ValueError(f"{flag('rules')} is SQuAD's (task squad1 or squad2). "
+                                 f"Received it with task={self.task!r}.")
+            if self.rules not in RULES:
+                raise ValueError(f"{flag('rules')}: unknown rules. Received: rules={self.rules!r}. Use one of {RULES}.")
         if self.feature_based is not None:
             if self.task not in TAGGING_TASKS:
                 raise ValueError(f"{flag('feature_based')} is for token classification (task conll2003). "

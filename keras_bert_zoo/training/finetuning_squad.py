@@ -79,7 +79,8 @@ def _build_task(config):
     from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
     from keras_bert_zoo.training.distribute import get_strategy
 
-    settings = {name: getattr(config, name) for name in ("doc_stride", "max_query_length", "max_answer_length")}
+    settings = {name: getattr(config, name) for name in ("doc_stride", "max_query_length", "max_answer_length",
+                                                          "rules")}
     with get_strategy(config.strategy).scope():
         task = BertSpanExtractor.from_preset(config.preset, sequence_length=config.sequence_length,
                                              dtype=config.precision, **settings)
@@ -168,6 +169,7 @@ def run_squad_finetuning(config, lowercase, detected, start):
         "predict_windows_per_second": round(dev_windows / max(predict_seconds, 1e-9), 2),
         "sequence_length": task.preprocessor.sequence_length,
         "doc_stride": task.preprocessor.doc_stride,
+        "rules": task.rules,
         "max_query_length": task.preprocessor.max_query_length,
         "skipped_answers": train.skipped + dev.skipped,
         "seconds": round(time.perf_counter() - start, 2),

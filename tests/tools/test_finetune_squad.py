@@ -118,7 +118,7 @@ def test_squad2_run_tunes_the_null_threshold_and_the_preset_keeps_it(tmp_path, p
 
     data = _squad_json(tmp_path / "train-v2.0.json", "v2.0")
     out = str(tmp_path / "run2")
-    results = finetune.main(_argv("squad2", data, data, preset, out, *FLAGS))
+    results = finetune.main(_argv("squad2", data, data, preset, out, *FLAGS, "--rules", "hf_pipeline"))
     assert set(results["dev"]) == {"exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"}
     dev = read_squad(data)
     assert results["train_examples"] == len(dev) == 13 and dev.is_impossible.sum() == 4
@@ -137,6 +137,9 @@ def test_squad2_run_tunes_the_null_threshold_and_the_preset_keeps_it(tmp_path, p
     # The tuned threshold is the best one: its F1 is the reported best_f1.
     assert results["dev"]["f1"] == pytest.approx(results["dev"]["best_f1"])
     assert (task.preprocessor.doc_stride, task.preprocessor.max_query_length) == (16, 12)
+    # HF's pipeline rules: probabilities, a threshold on their difference, kept in the preset.
+    assert results["rules"] == task.rules == task.preprocessor.rules == "hf_pipeline"
+    assert all(-1.0 <= d <= 1.0 for d in answers["score_diff"])
 
 
 def test_bad_squad_flags_are_refused_naming_the_flag(tmp_path, preset):
@@ -145,6 +148,8 @@ def test_bad_squad_flags_are_refused_naming_the_flag(tmp_path, preset):
     out = str(tmp_path / "never")
     with pytest.raises(ValueError, match=r"--doc-stride is SQuAD's .* task='sst2'"):
         finetune.main(_argv("sst2", v1, v1, preset, out, "--doc-stride", "16"))
+    with pytest.raises(ValueError, match=r"--rules is SQuAD's .* task='sst2'"):
+        finetune.main(_argv("sst2", v1, v1, preset, out, "--rules", "hf_pipeline"))
     with pytest.raises(ValueError, match=r"--max-query-length must be an integer >= 1"):
         finetune.main(_argv("squad1", v1, v1, preset, out, "--max-query-length", "0"))
     with pytest.raises(ValueError, match=r"--train-file: .*v1.json' says it is SQuAD v1.1 .* Use --task squad1"):
