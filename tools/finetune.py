@@ -58,6 +58,7 @@ TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli", "
          "conll2003")
 FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
                    "weighted_sum_all")
+RULES = ("original", "hf_pipeline")  # SQuAD windows and decoding (keras_bert_zoo.text.span_windows.RULES)
 
 
 def build_parser():
@@ -78,7 +79,7 @@ def build_parser():
     p.add_argument("--doc-stride", type=int, help="SQuAD: context tokens between window starts; default 128")
     p.add_argument("--max-query-length", type=int, help="SQuAD: question tokens kept; default 64")
     p.add_argument("--max-answer-length", type=int, help="SQuAD: longest answer in tokens; default 30")
-    p.add_argument("--rules", choices=["original", "hf_pipeline"],
+    p.add_argument("--rules", choices=RULES,
                    help="SQuAD: windows and decoding of the original run_squad.py (default) or of HF's "
                         "question-answering pipeline (--doc-stride is then the windows' overlap)")
     p.add_argument("--feature-based", choices=FEATURE_CHOICES,

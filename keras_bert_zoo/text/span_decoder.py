@@ -152,7 +152,7 @@ class SpanDecoder(keras.layers.Layer):
         # One group per (question, lower-cased answer text); HF sums Python floats (float64).
         key = tf.strings.join([tf.strings.as_string(example), tf.strings.lower(text, encoding="utf-8")], "\x00")
         _, group = tf.unique(key)
-        scores = tf.where(valid, tf.cast(best, tf.float64), 0.0)
+        scores = tf.cast(best, tf.float64)  # 0 where no valid span
         total = tf.gather(tf.math.unsorted_segment_sum(scores, group, tf.shape(key)[0]), group)
         total = tf.where(valid, total, -float("inf"))
         null = tf.math.unsorted_segment_min(tf.cast(null_window, tf.float64), example, num_examples)

@@ -151,9 +151,11 @@ def test_an_hf_folder_with_a_neutral_name_takes_its_tokenizer_configs_casing(tmp
 
 
 def test_tool_task_choices_are_the_configs():
+    from keras_bert_zoo.text.span_windows import RULES
     from keras_bert_zoo.training.finetuning_config import TASKS
 
     assert finetune.TASKS == TASKS
+    assert finetune.RULES == RULES
 
 
 def test_swag_multiple_choice_run(tmp_path, preset):
