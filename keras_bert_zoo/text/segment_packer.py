@@ -2,7 +2,6 @@
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from keras_bert_zoo.utils import keras_internals
 
@@ -150,27 +149,50 @@ class SegmentPacker(keras.layers.Layer):
         self.pad_value = pad_value
         self.truncate = truncate
 
-    def _truncate(self, segments):
+    def _keep_lengths(self, lengths):
+        """Per row and segment, the tokens kept: (batch, segments) int32."""
         if self.sequence_length is None:
-            return segments
-        lengths = tf.stack([s.row_lengths() for s in segments], axis=1)  # (batch, segs)
-        lengths = tf.cast(lengths, tf.int32)
-        budget = self.sequence_length - 1 - len(segments)  # [CLS] + one [SEP] per segment
+            return lengths
+        budget = self.sequence_length - 1 - lengths.shape[1]  # [CLS] + one [SEP] per segment
         if budget < 0:
             raise ValueError(
-                f"`sequence_length`={self.sequence_length} leaves no room for {len(segments)} "
+                f"`sequence_length`={self.sequence_length} leaves no room for {lengths.shape[1]} "
                 "segments and their [CLS]/[SEP] tokens. Increase it."
             )
         if self.truncate == "waterfall":
-            keep = waterfall_lengths(lengths, budget)
+            return waterfall_lengths(lengths, budget)
+        return water_level_lengths(lengths, budget)
+
+    def _pack(self, segments):
+        """Truncates and packs ragged segments with dense ops on (batch, length) positions
+        (a few dozen ops: ragged masks and `combine_segments` traced ~40x as many)."""
+        lengths = tf.stack([tf.cast(s.row_lengths(), tf.int32) for s in segments], axis=1)  # (batch, segs)
+        keep = self._keep_lengths(lengths)
+        # Segment s fills positions [starts[:, s], ends[:, s]) and its [SEP] sits at ends[:, s].
+        starts = 1 + tf.cumsum(keep + 1, axis=1, exclusive=True)
+        ends = starts + keep
+        totals = ends[:, -1] + 1  # [CLS] ... last [SEP]
+        if self.sequence_length is None:
+            width = tf.reduce_max(tf.concat([totals, [0]], 0))
         else:
-            keep = water_level_lengths(lengths, budget)
-        out = []
+            width = self.sequence_length
+        positions = tf.range(width)[tf.newaxis, :]  # (1, length)
+        token_ids = tf.fill(tf.stack([tf.shape(lengths)[0], width]), tf.constant(self.pad_value, tf.int32))
+        segment_ids = tf.zeros_like(token_ids)
         for i, segment in enumerate(segments):
-            positions = tf.ragged.range(segment.row_lengths())  # (batch, None)
-            mask = positions < tf.cast(keep[:, i : i + 1], positions.dtype)
-            out.append(tf.ragged.boolean_mask(segment, mask))
-        return out
+            start, end = starts[:, i : i + 1], ends[:, i : i + 1]
+            # Flat index of each position's token in this segment's values (clipped outside it).
+            row_starts = tf.cast(segment.row_splits[:-1], tf.int32)[:, tf.newaxis]
+            values = tf.concat([tf.cast(segment.values, tf.int32), [self.pad_value]], 0)
+            index = tf.clip_by_value(row_starts + positions - start, 0, tf.size(values) - 1)
+            inside = (positions >= start) & (positions < end)
+            token_ids = tf.where(inside, tf.gather(values, index), token_ids)
+            token_ids = tf.where(positions == end, self.end_value, token_ids)
+            if i:
+                segment_ids = tf.where((positions >= start) & (positions <= end), i, segment_ids)
+        token_ids = tf.where(positions == 0, self.start_value, token_ids)
+        padding_mask = tf.cast(positions < totals[:, tf.newaxis], tf.int32)
+        return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
 
     def call(self, inputs):
         # A tuple holds segments; anything else (tensor, ragged, list) is one segment.
@@ -181,15 +203,7 @@ class SegmentPacker(keras.layers.Layer):
         converted = [_to_ragged(s) for s in inputs]
         segments = _check_batch_sizes([c[0] for c in converted])
         scalar = converted[0][1]
-        segments = self._truncate(segments)
-        token_ids, segment_ids = tf_text.combine_segments(segments, self.start_value, self.end_value)
-        shape = [None, self.sequence_length]
-        outputs = {
-            "token_ids": token_ids.to_tensor(default_value=self.pad_value, shape=shape),
-            "segment_ids": tf.cast(segment_ids, tf.int32).to_tensor(default_value=0, shape=shape),
-            "padding_mask": tf.ones_like(token_ids).to_tensor(default_value=0, shape=shape),
-        }
-        outputs = {k: tf.cast(v, tf.int32) for k, v in outputs.items()}
+        outputs = self._pack(segments)
         if scalar:
             outputs = {k: v[0] for k, v in outputs.items()}
         return outputs
