@@ -105,3 +105,26 @@ def test_config_and_bad_arguments():
         SegmentPacker(8, "[CLS]", SEP)
     with pytest.raises(ValueError, match="no room"):
         SegmentPacker(3, CLS, SEP)(([1], [2], [3]))
+
+
+@pytest.mark.parametrize("length", [None, 9])
+def test_pairs_and_triples_against_the_python_rule_in_a_graph(length):
+    """The dense packing (positions, not ragged masks) inside a tf.function: any pad id,
+    dynamic or fixed length, empty rows and an empty batch."""
+    rng = np.random.default_rng(7)
+    for num_segments in (2, 3):
+        batch = [[rng.integers(1, 50, rng.integers(0, 7)).tolist() for _ in range(num_segments)] for _ in range(12)]
+        packer = SegmentPacker(length, CLS, SEP, pad_value=PAD + 3)
+        columns = tuple(tf.ragged.constant([row[i] for row in batch], dtype=tf.int32, ragged_rank=1)
+                        for i in range(num_segments))
+        out = tf.function(lambda *c: packer(c))(*columns)
+        width = out["token_ids"].shape[1]
+        assert width == (length or max(1 + sum(len(s) + 1 for s in row) for row in batch))
+        for r, row in enumerate(batch):
+            kept = row if length is None else pop_longest(row, length - 1 - num_segments)
+            ids, seg, mask = pack(kept, width)
+            ids = [i if m else PAD + 3 for i, m in zip(ids, mask)]
+            got = [out[k][r].numpy().tolist() for k in ("token_ids", "segment_ids", "padding_mask")]
+            assert got == [ids, seg, mask], (row, got)
+        empty = tuple(tf.RaggedTensor.from_row_splits(tf.zeros([0], tf.int32), [0]) for _ in range(num_segments))
+        assert packer(empty)["token_ids"].shape == (0, length or 0)
