@@ -84,12 +84,18 @@ def _split_block(carry, block):
     return (lines[end:], bad[end:]), (docs, bad_docs)
 
 
+# Traced once per process: tf.data traces the functions of every new dataset again, but
+# a `tf.function` called inside reuses its own trace (a run builds its pipeline several
+# times: the corpus check, training, held-out batches).
+_split_block_once = tf.function(_split_block, autograph=False)
+
+
 def _file_documents(path, block_lines=4096):
     """Documents of one file: each element a 1-D string tensor of its non-blank lines."""
     # A trailing blank line flushes the file's last document.
     lines = tf.data.TextLineDataset(path).concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
     init = (tf.zeros([0], tf.string), tf.zeros([0], tf.int32))
-    docs = lines.batch(block_lines).scan(init, without_autograph(_split_block)).unbatch()
+    docs = lines.batch(block_lines).scan(init, without_autograph(lambda c, b: _split_block_once(c, b))).unbatch()
     return docs.filter(without_autograph(lambda doc, bad: tf.size(doc) > 0))
 
 

@@ -186,3 +186,26 @@ def test_matches_the_python_port(setup, generated):
     assert abs(port_len - report["rates"]["mean_length"]) < 1.5
     port_random = np.mean([i.is_random_next for i in instances])
     assert abs(port_random - report["rates"]["nsp_random_next"]) < 0.03
+
+
+def test_rebuilding_the_pipeline_reuses_its_traces(setup):
+    """A run builds its pipeline several times (corpus check, training, held-out): other seeds,
+    epochs and batch sizes reuse the costly graphs' traces; other masking settings do not."""
+    from keras_bert_zoo.data import pretraining
+
+    files, _, tokenizer = setup
+    first = pretraining_dataset(files[:1], tokenizer, 4, sequence_length=S, max_predictions=P, seed=1)
+    tokenize, window = pretraining._window_functions(
+        tokenizer, make_masker(tokenizer, P), S, 0.1, pretraining.special_token_ids(tokenizer))
+    traces = (tokenize.experimental_get_tracing_count(), window.experimental_get_tracing_count())
+    assert traces == (1, 1)
+    again = pretraining_dataset(files[:1], tokenizer, 8, sequence_length=S, max_predictions=P, seed=2,
+                                num_epochs=1, drop_remainder=False)
+    assert (tokenize.experimental_get_tracing_count(), window.experimental_get_tracing_count()) == traces
+    # The traced graphs take the seed as an argument: the batches still follow it.
+    x1, x2 = next(iter(first))[0]["token_ids"].numpy(), next(iter(again))[0]["token_ids"].numpy()
+    assert not np.array_equal(x1, x2[:4])
+    pretraining_dataset(files[:1], tokenizer, 4, sequence_length=S, max_predictions=P + 1)
+    other = pretraining._window_functions(tokenizer, make_masker(tokenizer, P + 1), S, 0.1,
+                                          pretraining.special_token_ids(tokenizer))
+    assert other[1] is not window and other[1].experimental_get_tracing_count() == 1
