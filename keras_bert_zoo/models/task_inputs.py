@@ -256,6 +256,24 @@ def report_truncated(dataset, preprocessor, count, steps=None):
     return truncated
 
 
+# Rows per `count` call on in-memory text: few calls, bounded memory.
+COUNT_CHUNK = 4096
+
+
+def count_truncated(columns, preprocessor, count):
+    """`report_truncated` for in-memory raw columns: `count` over chunks of the rows, without a
+    `tf.data` pass (whose tracing and graph optimisation cost ~1 s per fit/evaluate call on
+    2 cores). Logs one line; returns the count (None without `count`)."""
+    if count is None:
+        return None
+    totals = np.zeros([2], "int64")
+    for start in range(0, num_rows(columns), COUNT_CHUNK):
+        chunk = keras.tree.map_structure(lambda column: column[start : start + COUNT_CHUNK], columns)
+        totals += count((chunk,)).numpy()
+    _log_truncated(preprocessor, int(totals[0]), int(totals[1]))
+    return int(totals[0])
+
+
 def _log_truncated(preprocessor, truncated, total):
     level = logging.WARNING if truncated else logging.INFO
     logger.log(
@@ -288,25 +306,22 @@ def predict_sorted(model, columns, prepare, count, batch_size=None, verbose=0):
     traced once: unlike a tf.data pipeline, no iterator is built per call, and creating
     one cost ~1 s (Grappler optimising the tokenizer's function), twice per
     `keras.Model.predict` call, whatever the number of rows. Truncated inputs are counted
-    in the same pass and reported as `report_truncated` does.
+    first (`count_truncated`) and reported as `report_truncated` does.
     """
+    count_truncated(columns, model.preprocessor, count)
     order = length_order(columns)
     size = batch_size or DEFAULT_BATCH_SIZE
     starts = range(0, len(order), size)
     progress = keras.utils.Progbar(len(starts)) if verbose in (1, "auto") and len(starts) > 1 else None
-    outputs, counts = [], np.zeros([2], "int64")
+    outputs = []
     for step, start in enumerate(starts):
         rows = order[start : start + size]
         data = (keras.tree.map_structure(lambda column: column[rows], columns),)
         packed = prepare(data)  # the packed dict (Keras packs a lone `x` without a tuple)
         x = keras.tree.map_structure(lambda t: t.numpy(), packed[0] if isinstance(packed, tuple) else packed)
         outputs.append(model.predict_on_batch(x))
-        if count is not None:
-            counts += count(data).numpy()
         if progress is not None:
             progress.update(step + 1)
-    if count is not None:
-        _log_truncated(model.preprocessor, int(counts[0]), int(counts[1]))
     return restore_order(keras.tree.map_structure(lambda *parts: _concatenate_padded(parts), *outputs), order)
 
 

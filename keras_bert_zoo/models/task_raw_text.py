@@ -37,12 +37,16 @@ class RawTextInputs:
             dataset = inputs_lib.bucketed_dataset(columns, y, sample_weight, batch_size, buckets)
         else:
             dataset = inputs_lib.in_memory_dataset(columns, y, sample_weight, batch_size, shuffle, order)
-        return self._pipeline(dataset), order
+        return self._pipeline(dataset, columns), order
 
-    def _pipeline(self, dataset):
-        """Reports the truncated inputs of a raw batched dataset and preprocesses it."""
+    def _pipeline(self, dataset, columns=None):
+        """Reports the truncated inputs of a raw batched dataset (counted on its in-memory
+        `columns` where given) and preprocesses it."""
         prepare, count = self._pipeline_cache()
-        inputs_lib.report_truncated(dataset, self.preprocessor, count)
+        if columns is not None:
+            inputs_lib.count_truncated(columns, self.preprocessor, count)
+        else:
+            inputs_lib.report_truncated(dataset, self.preprocessor, count)
         return inputs_lib.preprocess(dataset, prepare)
 
     def _pipeline_cache(self):
