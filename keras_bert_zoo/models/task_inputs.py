@@ -262,8 +262,8 @@ COUNT_CHUNK = 4096
 
 def count_truncated(columns, preprocessor, count):
     """`report_truncated` for in-memory raw columns: `count` over chunks of the rows, without a
-    `tf.data` pass (whose tracing and graph optimisation cost ~1 s per fit/evaluate call on
-    2 cores). Logs one line; returns the count (None without `count`)."""
+    `tf.data` pass (whose tracing and graph optimisation cost 0.5-1 s per call on 2 cores).
+    Logs one line; returns the count (None without `count`)."""
     if count is None:
         return None
     totals = np.zeros([2], "int64")

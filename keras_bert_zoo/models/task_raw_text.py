@@ -37,7 +37,9 @@ class RawTextInputs:
             dataset = inputs_lib.bucketed_dataset(columns, y, sample_weight, batch_size, buckets)
         else:
             dataset = inputs_lib.in_memory_dataset(columns, y, sample_weight, batch_size, shuffle, order)
-        return self._pipeline(dataset, columns), order
+        # A shuffled pipeline is counted by a pass over it, which draws its first shuffle: `fit`'s
+        # epochs (and so its numbers) are those of every earlier version.
+        return self._pipeline(dataset, None if shuffle else columns), order
 
     def _pipeline(self, dataset, columns=None):
         """Reports the truncated inputs of a raw batched dataset (counted on its in-memory
