@@ -131,8 +131,12 @@ def _window_functions(tokenizer, masker, sequence_length, short_seq_prob, specia
 
 
 def _make_window_functions(tokenizer, masker, sequence_length, short_seq_prob, specials):
+    # A weak reference: the functions are values of `_FUNCTIONS`, whose key is the tokenizer
+    # (a strong one would keep it, and them, alive for good).
+    tokenizer = weakref.ref(tokenizer)
+
     def tokenize(lines, bad):
-        return _tokenize_window(tokenizer, lines, bad)
+        return _tokenize_window(tokenizer(), lines, bad)
 
     def window(base, epoch, index, doc_ids, empty_documents, bad_lines):
         key = tf.random.experimental.stateless_fold_in(base, tf.cast(epoch, tf.int32))

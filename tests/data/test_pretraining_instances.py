@@ -209,3 +209,19 @@ def test_rebuilding_the_pipeline_reuses_its_traces(setup):
     other = pretraining._window_functions(tokenizer, make_masker(tokenizer, P + 1), S, 0.1,
                                           pretraining.special_token_ids(tokenizer))
     assert other[1] is not window and other[1].experimental_get_tracing_count() == 1
+
+
+def test_the_kept_traces_do_not_keep_the_tokenizer_alive(setup):
+    import gc
+    import weakref
+
+    from keras_bert_zoo.data import pretraining
+
+    files, vocab_path, _ = setup
+    tokenizer = corpus.make_tokenizer(vocab_path)
+    next(iter(pretraining_dataset(files[:1], tokenizer, 4, sequence_length=S, max_predictions=P)))
+    assert tokenizer in pretraining._FUNCTIONS
+    gone = weakref.ref(tokenizer)
+    del tokenizer
+    gc.collect()
+    assert gone() is None
