@@ -119,7 +119,8 @@ _FUNCTIONS = weakref.WeakKeyDictionary()
 
 
 def _window_functions(tokenizer, masker, sequence_length, short_seq_prob, specials):
-    key = (sequence_length, float(short_seq_prob), tuple(sorted(specials.items())),
+    # The vocabulary too: `set_vocabulary` gives the same tokenizer new tables.
+    key = (sequence_length, float(short_seq_prob), hash(tuple(tokenizer.get_vocabulary())),
            repr(sorted((k, v) for k, v in masker.get_config().items() if k != "name")))
     try:
         per_tokenizer = _FUNCTIONS.setdefault(tokenizer, {})

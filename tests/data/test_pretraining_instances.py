@@ -225,3 +225,18 @@ def test_the_kept_traces_do_not_keep_the_tokenizer_alive(setup):
     del tokenizer
     gc.collect()
     assert gone() is None
+
+
+def test_a_new_vocabulary_on_the_same_tokenizer_is_traced_again(setup, tmp_path):
+    files, vocab_path, _ = setup
+    tokenizer = corpus.make_tokenizer(vocab_path)
+    first = next(iter(pretraining_dataset(files[:1], tokenizer, 4, sequence_length=S, max_predictions=P)))
+    vocabulary = tokenizer.get_vocabulary()
+    # Whole-word tokens swap ids; specials and `##` pieces keep theirs (so the masker is the same).
+    words = [i for i, t in enumerate(vocabulary) if i >= 5 and not t.startswith("##")]
+    swapped = list(vocabulary)
+    for i, j in zip(words, words[::-1]):
+        swapped[i] = vocabulary[j]
+    tokenizer.set_vocabulary(swapped)
+    second = next(iter(pretraining_dataset(files[:1], tokenizer, 4, sequence_length=S, max_predictions=P)))
+    assert not np.array_equal(first[1]["mlm_ids"], second[1]["mlm_ids"])
