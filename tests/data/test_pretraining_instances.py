@@ -227,7 +227,7 @@ def test_the_kept_traces_do_not_keep_the_tokenizer_alive(setup):
     assert gone() is None
 
 
-def test_a_new_vocabulary_on_the_same_tokenizer_is_traced_again(setup, tmp_path):
+def test_a_new_vocabulary_on_the_same_tokenizer_is_traced_again(setup):
     files, vocab_path, _ = setup
     tokenizer = corpus.make_tokenizer(vocab_path)
     first = next(iter(pretraining_dataset(files[:1], tokenizer, 4, sequence_length=S, max_predictions=P)))

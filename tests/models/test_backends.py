@@ -130,16 +130,16 @@ def run_case(name, directory):
     # does by default: op by op it compiled every primitive apart (70 s against 50 s for the
     # six cases on one core).
     # TensorFlow (the reference) runs the step eagerly: tracing it cost more than running it.
-    jax = keras.backend.backend() == "jax"
-    model.compile(optimizer=keras.optimizers.SGD(0.5), jit_compile=jax,
-                  run_eagerly=keras.backend.backend() == "tensorflow")
+    backend = keras.backend.backend()
+    model.compile(optimizer=keras.optimizers.SGD(0.5), jit_compile=backend == "jax",
+                  run_eagerly=backend == "tensorflow")
     assert model.built  # functional: the weights exist before any call
     weights = os.path.join(directory, f"{name}.weights.h5")
-    if keras.backend.backend() == "tensorflow":
+    if backend == "tensorflow":
         model.save_weights(weights)
     else:
         model.load_weights(weights)
-    outputs = keras.tree.flatten(_jitted_forward(model, x) if jax else model(x))
+    outputs = keras.tree.flatten(_jitted_forward(model, x) if backend == "jax" else model(x))
     start = [keras.ops.convert_to_numpy(w) for w in model.weights]
     logs = model.train_on_batch(x, y, sample_weight=sample_weight, return_dict=True)
     trainable = {id(w) for w in model.trainable_weights}
