@@ -12,8 +12,13 @@ def test_encoder_and_preprocessor_pair(tmp_path):
     task = tiny_classifier()
     backbone, preprocessor = task.backbone, task.preprocessor
     encoder = tf.saved_model.load(export_encoder(backbone, str(tmp_path / "encoder")))
-    # Traced with every position computed (the hub contract); the task's own inference path is kept.
-    assert all(layer.skip_padding for layer in backbone.transformer_layers)
+    # Traced with every position computed (the hub contract) and the batched attention (any
+    # device); the task's own inference path is kept.
+    assert all(layer.skip_padding and layer.attention.per_sequence for layer in backbone.transformer_layers)
+    graph = encoder.signatures["serving_default"].graph.as_graph_def()
+    loops = {"While", "StatelessWhile"}
+    assert not loops & ({node.op for node in graph.node}
+                        | {node.op for function in graph.library.function for node in function.node_def})
     hub_preprocessor = tf.saved_model.load(export_preprocessor(preprocessor, str(tmp_path / "preprocessor")))
 
     inputs = hub_preprocessor(tf.constant(SENTENCES))

@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_zoo.layers.bert_attention import set_per_sequence_attention
 from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
@@ -69,10 +70,11 @@ class Task(RawTextInputs, keras.Model):
 
     def _apply_skip_padding(self, enabled):
         """`TransformerEncoder.skip_padding` where the task's outputs never read the padded
-        positions (`enabled`); not where Keras may pick XLA (any non-CPU device)."""
-        set_skip_padding(self, enabled and not any(
-            d.device_type != "CPU" for d in tf.config.list_physical_devices()),
-            in_training=self.trains_on_real_tokens)
+        positions (`enabled`), and `BertAttention.per_sequence`; neither where Keras may pick
+        XLA (any non-CPU device)."""
+        on_cpu = not any(d.device_type != "CPU" for d in tf.config.list_physical_devices())
+        set_skip_padding(self, enabled and on_cpu, in_training=self.trains_on_real_tokens)
+        set_per_sequence_attention(self, on_cpu)
 
     # === What a task defines ===
     def default_loss(self):
@@ -147,6 +149,7 @@ class Task(RawTextInputs, keras.Model):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
         if self.jit_compile is True:
             set_skip_padding(self, False)  # XLA does not take the dynamic token count
+            set_per_sequence_attention(self, False)  # one batched computation for XLA
 
     def get_compile_config(self):
         return getattr(self, "_compile_arguments", None) if self.compiled else None

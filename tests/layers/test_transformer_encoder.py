@@ -151,6 +151,36 @@ def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype):
     assert np.all(np.array(keras.ops.cast(layer(x, training=False), "float32"))[~real] != 0.0)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_skip_padding_attends_each_row_alone_under_any_mask_in_a_graph(causal):
+    # `attend_packed` at inference: rows cut out of the packed real tokens, traced once with
+    # unknown batch and length (as `predict` does). Masks with holes, a row without any real
+    # token, rows longer and shorter than the others: the padded call's outputs at the real
+    # positions.
+    import tensorflow as tf
+
+    layer = _layer(causal=causal)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(4, 9, 16)).astype("float32")
+    mask = np.ones((4, 9), "int32")
+    mask[0, [1, 4, 5]] = 0  # holes
+    mask[1, :] = 0  # no real token
+    mask[2, 6:] = 0
+    mask[3, 0] = 0  # padding first
+    want = np.array(layer(x, padding_mask=mask, training=False))
+    layer.skip_padding = True
+    spec = (tf.TensorSpec([None, None, 16], tf.float32), tf.TensorSpec([None, None], tf.int32))
+    forward = tf.function(lambda x, m: layer(x, padding_mask=m, training=False), input_signature=spec)
+    got = forward(x, mask).numpy()
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], want[real], atol=1e-5, rtol=1e-5)
+    assert np.all(got[~real] == 0.0)
+    # Another batch and length through the same trace; one row alone equals it in a batch.
+    short = forward(x[2:3, :6], mask[2:3, :6]).numpy()
+    np.testing.assert_allclose(short[0], got[2, :6], atol=1e-5, rtol=1e-5)
+    assert forward.experimental_get_tracing_count() == 1
+
+
 def _real_token_path(layer, enabled):
     layer.skip_padding = layer.skip_padding_in_training = enabled
     return layer

@@ -170,6 +170,38 @@ def test_predict_traces_its_forward_pass_once(tmp_path):
         np.testing.assert_allclose(other["score"], answers[0]["score"], rtol=1e-5)
 
 
+def test_attention_runs_per_window_on_cpu_with_the_batched_logits(tmp_path, monkeypatch):
+    """On CPU a task's attention takes one window at a time at inference
+    (`BertAttention.per_sequence`): every position's logits, padding included (the original's
+    n-best reads them), equal the batched computation's; `jit_compile=True` turns it off."""
+    from keras_bert_zoo.layers.bert_attention import BertAttention, set_per_sequence_attention
+    from keras_bert_zoo.models.task_inputs import SEQUENCE_KEYS
+    from keras_bert_zoo.utils.keras_internals import flatten_layers
+
+    task = BertSpanExtractor.from_preset(_preset(tmp_path), sequence_length=32, doc_stride=8, max_query_length=6,
+                                         dropout=0.0)
+    layers = [layer for layer in flatten_layers(task) if isinstance(layer, BertAttention)]
+    assert len(layers) == 2 and all(layer.per_sequence for layer in layers)
+    windows = task.preprocessor.windows(*_data()[:2])
+    ids = {key: windows[key] for key in SEQUENCE_KEYS}
+    assert windows["padding_mask"].numpy().min() == 0  # padded windows
+    batch_sizes, attend = [], BertAttention._attend
+    monkeypatch.setattr(BertAttention, "_attend",
+                        lambda self, q, *a: batch_sizes.append(q.shape[0]) or attend(self, q, *a))
+    per_window = task.predict(ids, verbose=0)
+    assert batch_sizes and set(batch_sizes) == {1}  # traced inside the loop over windows
+    count = len(batch_sizes)
+    set_per_sequence_attention(task, False)
+    task.predict_function = None  # traced with the other attention
+    batched = task.predict(ids, verbose=0)
+    assert len(batch_sizes[count:]) == 2 and 1 not in batch_sizes[count:]  # one batched call per layer
+    for got, want in zip(per_window, batched):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    set_per_sequence_attention(task, True)
+    task.compile(jit_compile=True)
+    assert not any(layer.per_sequence for layer in layers)
+
+
 def test_hf_pipeline_rules_reach_windows_decoding_presets_and_export(tmp_path):
     """`rules="hf_pipeline"` from `from_preset` sets the preprocessor's windows and the
     decoder; predict, the serving graph and a saved preset answer by those rules."""
