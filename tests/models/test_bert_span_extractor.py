@@ -199,7 +199,9 @@ def test_attention_runs_per_window_on_cpu_with_the_batched_logits(tmp_path, monk
         np.testing.assert_allclose(got, want, atol=1e-5)
     set_per_sequence_attention(task, True)
     task.compile(jit_compile=True)
-    assert not any(layer.per_sequence for layer in layers)
+    # XLA gets the batched attention; Keras declines XLA under op determinism (which an
+    # earlier test in this process may have turned on), and then the loop stays.
+    assert all(layer.per_sequence is not task.jit_compile for layer in layers)
 
 
 def test_hf_pipeline_rules_reach_windows_decoding_presets_and_export(tmp_path):
