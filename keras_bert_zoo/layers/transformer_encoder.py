@@ -53,8 +53,10 @@ class TransformerEncoder(keras.layers.Layer):
     Attributes:
         skip_padding: bool. At inference on TensorFlow (`training=False`, as `predict`,
             `evaluate` and the export call the model), run the dense layers and layer norms
-            on the real tokens only (`_call_on_real_tokens`): about twice the throughput on
-            batches of real-length text; outputs at padded positions are then zeros.
+            on the real tokens only, and the attention one sequence at a time on them
+            (`_call_on_real_tokens`, `BertAttention.attend_packed`): about twice the
+            throughput on batches of real-length text on CPU; outputs at padded positions are
+            then zeros.
             Training keeps the padded computation unless `skip_padding_in_training`.
             Defaults to False; a `Task` whose outputs never read the padded positions turns
             it on (`set_skip_padding`) on CPU, where Keras never compiles with XLA (XLA does
