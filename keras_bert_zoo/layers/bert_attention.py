@@ -39,8 +39,9 @@ class BertAttention(keras.layers.Layer):
             the CPU's cache, where the whole batch's go through memory several times (the
             scores, the mask, the softmax): a MiniLM-shaped encoder (L6 H384) on 32 rows of
             384 positions (~274 real), 1.27× the batched call's throughput end to end
-            (2026-12-02, AVX2-only CPU). The same outputs (to float rounding). Defaults to False (one batched computation, what accelerators want); a
-            `Task` on CPU turns it on (`set_per_sequence_attention`).
+            (2026-12-02, AVX2-only CPU). The same outputs (to float rounding). Defaults to
+            False (one batched computation, what accelerators want); a `Task` on CPU turns it
+            on (`set_per_sequence_attention`).
     """
 
     per_sequence = False
@@ -151,25 +152,13 @@ class BertAttention(keras.layers.Layer):
         lengths = ops.cast(lengths, "int32")
         starts = ops.cumsum(lengths) - lengths  # (batch,) each sequence's first row
         longest = ops.max(lengths)
-        scale = ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
 
         def one_sequence(bounds):
             start, length = bounds[0], bounds[1]
-
-            def heads(x):
-                x = ops.slice(x, (start, 0), (length, self.hidden_dim))  # (n, hidden)
-                x = ops.reshape(x, (length, self.num_heads, self.head_dim))  # (n, h, d)
-                return ops.transpose(x, (1, 0, 2))  # (h, n, d)
-
-            q, k, v = heads(query) * scale, heads(key), heads(value)
-            scores = ops.cast(ops.matmul(q, ops.transpose(k, (0, 2, 1))), "float32")  # (h, n, n)
-            if self.causal:
-                idx = ops.arange(length)
-                tril = (idx[:, None] >= idx[None, :])[None]  # (1, n, n): real tokens keep their order
-                scores = ops.where(tril, scores, ops.cast(-1e9, "float32"))
-            probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
-            context = ops.transpose(ops.matmul(probs, v), (1, 0, 2))  # (n, h, d)
-            context = ops.reshape(context, (length, self.hidden_dim))  # (n, hidden)
+            q, k, v = (ops.slice(x, (start, 0), (length, self.hidden_dim))[None]  # (1, n, hidden)
+                       for x in (query, key, value))
+            # A sequence without padding: no mask; `causal` masks by order, which the real tokens keep.
+            context = self._attend(q, k, v, None, False)[0]  # (n, hidden)
             return ops.pad(context, ((0, longest - length), (0, 0)))  # (longest, hidden)
 
         padded = ops.map(one_sequence, (starts, lengths))  # (batch, longest, hidden)
