@@ -36,6 +36,20 @@ from tools import quickstart_stages as stages  # noqa: E402
 TINY = dict(size=None, max_articles=30, vocabulary_size=600, seq_length=64, batch_size=16,
             steps=60, eval_every=30, eval_batches=4, max_predictions=10, learning_rate=2.5e-4,
             train_examples=320, dev_examples=200, finetune_batch_size=8, throughput_examples=64)
+# The sizes `make demo` runs at, by the precision stage 1 runs in (a flag given on the command
+# line wins), each chosen to fit 10 minutes on 2 cores, the install included:
+# - mixed precision (bf16 where the CPU has AVX512-BF16/AMX, as on the Zen 4 kind): BERT-Mini,
+#   1,000 steps (3.3 min; held-out MLM 0.101 vs unigram 0.045), 2,000/1,000 fine-tuning rows;
+# - float32 (an AVX2-only Zen 3 runs BERT-Mini at ~1.3 steps a second, so its 1,000 steps alone
+#   took 13.5 min): BERT-Tiny (L2 H128, ~5.3 steps a second there), 1,000 steps at peak lr 5e-4
+#   (held-out MLM 0.090 vs 0.045; 0.079 at 2.5e-4; 1e-3 stays on the unigram plateau; 2,000 steps
+#   at 2.5e-4 reach 0.093 in 373 s), 1,000/500 fine-tuning rows.
+RECIPES = {
+    "mixed": dict(size="bert_mini_en_uncased", steps=1000, learning_rate=2.5e-4, train_examples=2000,
+                  dev_examples=1000),
+    "float32": dict(size="bert_tiny_en_uncased", steps=1000, learning_rate=5e-4, train_examples=1000,
+                    dev_examples=500),
+}
 STAGES = ("pretrain", "finetune", "serve")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
 
@@ -55,8 +69,9 @@ def parse_args(argv=None):
                    "Default: the English sample dump inside gensim.")
     p.add_argument("--name", default="demo", help="Run name: outputs go to <runs-dir>/<name>/.")
     p.add_argument("--runs-dir", default="runs")
-    p.add_argument("--size", default="bert_mini_en_uncased", help="Preset whose architecture to "
-                   "train (registry name); the vocabulary is learned.")
+    p.add_argument("--size", default=None, help="Preset whose architecture to train (registry name); "
+                   "the vocabulary is learned. Default: by precision (RECIPES: BERT-Mini in mixed precision, "
+                   "BERT-Tiny in float32).")
     p.add_argument("--max-articles", type=int, default=None, help="Use at most N articles of a dump.")
     p.add_argument("--heldout-fraction", type=float, default=0.05)
     p.add_argument("--vocabulary-size", type=int, default=8000)
@@ -68,7 +83,8 @@ def parse_args(argv=None):
     # 1000 in bf16 (auto; ~0.3 CPU-seconds a step of BERT-Mini): held-out MLM 0.101 vs unigram
     # 0.045 (335 CPU-s for stage 1). At 600 steps (README's table) peak lr 2.5e-4 gave MLM 0.083,
     # 1.25e-4 0.080; 5e-4 and 1e-3 were still at the unigram 0.044 at step 200.
-    p.add_argument("--steps", type=int, default=1000, help="Training steps (the LR schedule's length).")
+    p.add_argument("--steps", type=int, default=None, help="Training steps (the LR schedule's length). "
+                   "Default: by precision (RECIPES).")
     p.add_argument("--time-budget", type=float, default=None,
                    help="Optional: stop training early after this many seconds (--steps is the planned "
                    "length and the learning-rate schedule's). Default none: results then do not depend "
@@ -76,8 +92,9 @@ def parse_args(argv=None):
     p.add_argument("--eval-every", type=int, default=50, help="Steps between held-out evaluations.")
     p.add_argument("--eval-batches", type=int, default=8)
     # BertAdamW has no bias correction (as the original): over a few hundred steps its
-    # updates are 3-6x Adam's, and a peak of 5e-4 already stalls on the unigram plateau.
-    p.add_argument("--learning-rate", type=float, default=2.5e-4)
+    # updates are 3-6x Adam's, and for BERT-Mini a peak of 5e-4 already stalls on the unigram plateau.
+    p.add_argument("--learning-rate", type=float, default=None, help="Peak learning rate. Default: by "
+                   "precision (RECIPES: 2.5e-4 for BERT-Mini, 5e-4 for BERT-Tiny).")
     p.add_argument("--warmup-fraction", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--workers", type=int, default=None, help="Processes for corpus preparation.")
@@ -90,9 +107,9 @@ def parse_args(argv=None):
     f.add_argument("--train-file", default=None, help="Labelled training sentences in SST-2's layout "
                    "(`sentence<TAB>label` header, labels 0/1). Default: the Rotten Tomatoes snippets.")
     f.add_argument("--dev-file", default=None, help="Labelled dev sentences, same layout.")
-    f.add_argument("--train-examples", type=int, default=2000, help="A fixed random subset of this many "
-                   "training rows.")
-    f.add_argument("--dev-examples", type=int, default=1000, help="Same for dev.")
+    f.add_argument("--train-examples", type=int, default=None, help="A fixed random subset of this many "
+                   "training rows. Default: by precision (RECIPES: 2,000 mixed, 1,000 float32).")
+    f.add_argument("--dev-examples", type=int, default=None, help="Same for dev (1,000 mixed, 500 float32).")
     f.add_argument("--finetune-epochs", type=int, default=1)
     f.add_argument("--finetune-batch-size", type=int, default=16)
     # The paper's top rate, for all three: 1e-4 left all-MiniLM-L6-v2 at chance (0.47-0.57
@@ -127,11 +144,23 @@ def parse_args(argv=None):
         args.real_lowercase = True  # all-MiniLM-L6-v2 is uncased; its HF folder reads as cased
     for name in ("train_examples", "dev_examples", "finetune_epochs", "finetune_batch_size",
                  "finetune_seq_length", "serve_examples", "throughput_examples", "steps"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1. Received: {getattr(args, name)}.")
     if bool(args.train_file) != bool(args.dev_file):
         p.error("--train-file and --dev-file go together (your labelled data, both splits).")
     return args
+
+
+def apply_recipe(args):
+    """Fills the flags left unset from `RECIPES` by the (resolved) precision of stage 1;
+    `--tiny` has its own sizes. Returns the recipe's name ("tiny", "mixed" or "float32")."""
+    if args.tiny:
+        return "tiny"
+    name = "float32" if args.precision == "float32" else "mixed"
+    for key, value in RECIPES[name].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    return name
 
 
 def pretrain_stage(args, run):
@@ -177,10 +206,14 @@ def main(argv=None):
     args.finetune_precision = resolve_precision(args.finetune_precision)
     stages.say("setup", f"precision {args.precision} (pretraining), {args.finetune_precision} (fine-tuning); "
                f"load average {load:.1f}")
-    if args.precision == "float32" and not cpu_has_native_bf16() and "pretrain" in args.stages and not args.tiny:
-        stages.say("setup", "this CPU has no native bf16 (AVX512-BF16/AMX), so stage 1 runs in float32: the "
-                   "default 1,000 steps took ~13.5 min on a 2-core AVX2-only Zen 3, 3.3 min in bf16 on a 2-core "
-                   "Zen 4 (README: 'On the AVX2-only kind')")
+    args.recipe = apply_recipe(args)
+    if args.recipe != "tiny" and "pretrain" in args.stages:
+        why = "this CPU has no native bf16 (AVX512-BF16/AMX), so " if (
+            args.recipe == "float32" and not cpu_has_native_bf16()) else ""
+        stages.say("setup", f"{why}stage 1 runs in {args.precision}: the {args.recipe} recipe sized for 10 "
+                   f"minutes on 2 cores (tools/quickstart.py's RECIPES; flags override): {args.size}, "
+                   f"{args.steps:,} steps at peak learning rate {args.learning_rate:g}; fine-tuning on "
+                   f"{args.train_examples:,} training and {args.dev_examples:,} dev rows")
     run = stages.RunDir(os.path.join(args.runs_dir, args.name))
     summary = {}
     if set(args.stages) != set(STAGES) and os.path.isfile(run("summary.json")):

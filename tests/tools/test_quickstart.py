@@ -34,6 +34,22 @@ def test_tiny_flag_keeps_explicit_overrides():
     assert args.seq_length == quickstart.TINY["seq_length"]
 
 
+def test_recipe_follows_the_precision_and_keeps_given_flags():
+    for precision, name in (("float32", "float32"), ("mixed_bfloat16", "mixed"), ("mixed_float16", "mixed")):
+        args = quickstart.parse_args(["--steps", "300", "--dev-examples", "64"])
+        args.precision = precision
+        assert quickstart.apply_recipe(args) == name
+        recipe = dict(quickstart.RECIPES[name], steps=300, dev_examples=64)
+        assert {key: getattr(args, key) for key in recipe} == recipe
+    assert quickstart.RECIPES["float32"]["size"] == "bert_tiny_en_uncased"
+    assert quickstart.RECIPES["mixed"]["size"] == "bert_mini_en_uncased"
+    tiny = quickstart.parse_args(["--tiny"])
+    tiny.precision = "float32"
+    assert quickstart.apply_recipe(tiny) == "tiny"
+    assert tiny.size is None and tiny.steps == quickstart.TINY["steps"]
+    assert tiny.learning_rate == quickstart.TINY["learning_rate"]
+
+
 def test_stages_and_labelled_data_flags():
     assert quickstart.parse_args([]).stages == ("pretrain", "finetune", "serve")
     assert quickstart.parse_args(["--stages", "finetune, serve"]).stages == ("finetune", "serve")
