@@ -36,19 +36,16 @@ from tools import quickstart_stages as stages  # noqa: E402
 TINY = dict(size=None, max_articles=30, vocabulary_size=600, seq_length=64, batch_size=16,
             steps=60, eval_every=30, eval_batches=4, max_predictions=10, learning_rate=2.5e-4,
             train_examples=320, dev_examples=200, finetune_batch_size=8, throughput_examples=64)
-# The sizes `make demo` runs at, by the precision stage 1 runs in (a flag given on the command
-# line wins), each chosen to fit 10 minutes on 2 cores, the install included:
-# - mixed precision (bf16 where the CPU has AVX512-BF16/AMX, as on the Zen 4 kind): BERT-Mini,
-#   1,000 steps (3.3 min; held-out MLM 0.101 vs unigram 0.045), 2,000/1,000 fine-tuning rows;
-# - float32 (an AVX2-only Zen 3 runs BERT-Mini at ~1.3 steps a second, so its 1,000 steps alone
-#   took 13.5 min): BERT-Tiny (L2 H128, ~5.3 steps a second there), 1,000 steps at peak lr 5e-4
-#   (held-out MLM 0.090 vs 0.045; 0.079 at 2.5e-4; 1e-3 stays on the unigram plateau; 2,000 steps
-#   at 2.5e-4 reach 0.093 in 373 s), 1,000/500 fine-tuning rows.
+# Stage 1's model and peak learning rate, by the precision it runs in (flags given win), each
+# chosen so that `make demo` fits 10 minutes on 2 cores with the install, at 1,000 steps:
+# - mixed precision (bf16 where the CPU has AVX512-BF16/AMX, as on the Zen 4 kind): BERT-Mini
+#   (3.3 min; held-out MLM 0.101 vs unigram 0.045);
+# - float32: BERT-Tiny (L2 H128). An AVX2-only Zen 3 runs BERT-Mini at ~1.3 steps a second (its
+#   1,000 steps alone took 13.5 min), BERT-Tiny at ~5.3: held-out MLM 0.090 vs 0.045 in 200 s at
+#   5e-4 (0.079 at 2.5e-4; 1e-3 stays on the unigram plateau; 2,000 steps at 2.5e-4: 0.093 in 373 s).
 RECIPES = {
-    "mixed": dict(size="bert_mini_en_uncased", steps=1000, learning_rate=2.5e-4, train_examples=2000,
-                  dev_examples=1000),
-    "float32": dict(size="bert_tiny_en_uncased", steps=1000, learning_rate=5e-4, train_examples=1000,
-                    dev_examples=500),
+    "mixed": dict(size="bert_mini_en_uncased", learning_rate=2.5e-4),
+    "float32": dict(size="bert_tiny_en_uncased", learning_rate=5e-4),
 }
 STAGES = ("pretrain", "finetune", "serve")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
@@ -83,8 +80,7 @@ def parse_args(argv=None):
     # 1000 in bf16 (auto; ~0.3 CPU-seconds a step of BERT-Mini): held-out MLM 0.101 vs unigram
     # 0.045 (335 CPU-s for stage 1). At 600 steps (README's table) peak lr 2.5e-4 gave MLM 0.083,
     # 1.25e-4 0.080; 5e-4 and 1e-3 were still at the unigram 0.044 at step 200.
-    p.add_argument("--steps", type=int, default=None, help="Training steps (the LR schedule's length). "
-                   "Default: by precision (RECIPES).")
+    p.add_argument("--steps", type=int, default=1000, help="Training steps (the LR schedule's length).")
     p.add_argument("--time-budget", type=float, default=None,
                    help="Optional: stop training early after this many seconds (--steps is the planned "
                    "length and the learning-rate schedule's). Default none: results then do not depend "
@@ -107,9 +103,9 @@ def parse_args(argv=None):
     f.add_argument("--train-file", default=None, help="Labelled training sentences in SST-2's layout "
                    "(`sentence<TAB>label` header, labels 0/1). Default: the Rotten Tomatoes snippets.")
     f.add_argument("--dev-file", default=None, help="Labelled dev sentences, same layout.")
-    f.add_argument("--train-examples", type=int, default=None, help="A fixed random subset of this many "
-                   "training rows. Default: by precision (RECIPES: 2,000 mixed, 1,000 float32).")
-    f.add_argument("--dev-examples", type=int, default=None, help="Same for dev (1,000 mixed, 500 float32).")
+    f.add_argument("--train-examples", type=int, default=2000, help="A fixed random subset of this many "
+                   "training rows.")
+    f.add_argument("--dev-examples", type=int, default=1000, help="Same for dev.")
     f.add_argument("--finetune-epochs", type=int, default=1)
     f.add_argument("--finetune-batch-size", type=int, default=16)
     # The paper's top rate, for all three: 1e-4 left all-MiniLM-L6-v2 at chance (0.47-0.57
@@ -144,7 +140,7 @@ def parse_args(argv=None):
         args.real_lowercase = True  # all-MiniLM-L6-v2 is uncased; its HF folder reads as cased
     for name in ("train_examples", "dev_examples", "finetune_epochs", "finetune_batch_size",
                  "finetune_seq_length", "serve_examples", "throughput_examples", "steps"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
+        if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1. Received: {getattr(args, name)}.")
     if bool(args.train_file) != bool(args.dev_file):
         p.error("--train-file and --dev-file go together (your labelled data, both splits).")
@@ -212,8 +208,7 @@ def main(argv=None):
             args.recipe == "float32" and not cpu_has_native_bf16()) else ""
         stages.say("setup", f"{why}stage 1 runs in {args.precision}: the {args.recipe} recipe sized for 10 "
                    f"minutes on 2 cores (tools/quickstart.py's RECIPES; flags override): {args.size}, "
-                   f"{args.steps:,} steps at peak learning rate {args.learning_rate:g}; fine-tuning on "
-                   f"{args.train_examples:,} training and {args.dev_examples:,} dev rows")
+                   f"{args.steps:,} steps at peak learning rate {args.learning_rate:g}")
     run = stages.RunDir(os.path.join(args.runs_dir, args.name))
     summary = {}
     if set(args.stages) != set(STAGES) and os.path.isfile(run("summary.json")):
