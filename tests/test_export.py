@@ -162,6 +162,26 @@ def test_saved_model_cli_runs_one_example(served):
     assert "Result for output key label:" in ran and f"[b'{label}']" in ran, ran[-2000:]
 
 
+def _model_ops(path):
+    """Matrix products in the SavedModel's functions: one per dense layer and attention product
+    of each copy of the model's graph (post-processing has none)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(path, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    library = proto.meta_graphs[0].graph_def.library.function
+    return sum(node.op in ("MatMul", "BatchMatMulV2", "Einsum") for f in library for node in f.node_def)
+
+
+def test_signatures_share_one_copy_of_the_model(exported, tmp_path):
+    """Every signature calls one traced model function: three signatures hold no more of the
+    model's graph than one, and the export traces the model once."""
+    task, path = exported
+    only_ids = export_lib.export(task, str(tmp_path / "ids"), signatures=["ids"])
+    assert _model_ops(path) == _model_ops(only_ids) > 0
+
+
 def test_pair_regression_has_score_and_regress():
     # The functions `export` saves, run in process (saving and loading are tested above).
     task = tiny_classifier(num_classes=1)
