@@ -23,8 +23,7 @@ import tempfile
 
 import tensorflow as tf
 
-from keras_bert_zoo.layers.bert_attention import set_per_sequence_attention
-from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
+from keras_bert_zoo.layers.transformer_encoder import padded_encoders
 from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.vocabulary import save_vocabulary
 from keras_bert_zoo.utils import files
@@ -81,16 +80,8 @@ def export_encoder(backbone, path):
     # TF Hub's encoders give every position's output, padding included, and run on any
     # device: traced without a task's TransformerEncoder.skip_padding and its CPU-only
     # BertAttention.per_sequence.
-    skipping = any(layer.skip_padding for layer in backbone.transformer_layers)
-    per_sequence = any(layer.attention.per_sequence for layer in backbone.transformer_layers)
-    set_skip_padding(backbone, False)
-    set_per_sequence_attention(backbone, False)
-    try:
-        with files.atomic_directory(path) as tmp:
-            tf.saved_model.save(encoder, tmp, signatures={"serving_default": encoder.serve.get_concrete_function()})
-    finally:
-        set_skip_padding(backbone, skipping)
-        set_per_sequence_attention(backbone, per_sequence)
+    with padded_encoders(backbone), files.atomic_directory(path) as tmp:
+        tf.saved_model.save(encoder, tmp, signatures={"serving_default": encoder.serve.get_concrete_function()})
     return path
 
 

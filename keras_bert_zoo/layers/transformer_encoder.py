@@ -1,11 +1,14 @@
 """The post-LayerNorm Transformer encoder block of the original BERT."""
 
+import contextlib
+
 import keras
 from keras import ops
 
 from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers.bert_attention import BertAttention
 from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.utils.keras_internals import flatten_layers
 
 ACTIVATIONS = ("gelu", "gelu_approximate")
 
@@ -216,3 +219,21 @@ def set_skip_padding(model, enabled=True, in_training=None):
             layer.skip_padding = bool(enabled)
             if in_training is not None:
                 layer.skip_padding_in_training = bool(in_training)
+
+
+@contextlib.contextmanager
+def padded_encoders(model):
+    """Inside: every `TransformerEncoder` of `model` runs on the padded batch with batched
+    attention (no `skip_padding`, no `BertAttention.per_sequence`); each layer's own
+    settings come back after. For graphs that must run on any device (TF Hub's encoder
+    export), or that only give the outputs' shapes (a symbolic build, where the padded
+    path traces in a fraction of the time of the real tokens' per-sequence loop)."""
+    encoders = [layer for layer in flatten_layers(model) if isinstance(layer, TransformerEncoder)]
+    saved = [(layer, layer.skip_padding, layer.attention.per_sequence) for layer in encoders]
+    try:
+        for layer in encoders:
+            layer.skip_padding = layer.attention.per_sequence = False
+        yield
+    finally:
+        for layer, skipping, per_sequence in saved:
+            layer.skip_padding, layer.attention.per_sequence = skipping, per_sequence
