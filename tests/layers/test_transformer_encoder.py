@@ -237,3 +237,22 @@ def test_skip_padding_in_training_draws_dropout_on_the_real_tokens():
     assert np.all(first[~real] == 0.0)
     # Off by default: a bare layer trains on the padded batch.
     assert TransformerEncoder.skip_padding_in_training is False
+
+
+def test_padded_encoders_turn_the_real_token_paths_off_inside_and_restore_each_layer():
+    from keras_bert_zoo.layers.transformer_encoder import padded_encoders
+
+    first, second = _layer(), _layer()
+    x, mask = _masked_batch(seed=4)
+    inputs = keras.Input((None, 16))
+    model = keras.Model(inputs, second(first(inputs)))
+    padded = np.array(first(x, padding_mask=mask, training=False))
+    first.skip_padding = first.attention.per_sequence = True  # `second` keeps the padded path
+    with pytest.raises(RuntimeError, match="inside"):
+        with padded_encoders(model):
+            assert not any(layer.skip_padding or layer.attention.per_sequence for layer in (first, second))
+            # The padded positions are computed again (skipped padding gives zeros there).
+            np.testing.assert_array_equal(np.array(first(x, padding_mask=mask, training=False)), padded)
+            raise RuntimeError("inside")
+    assert (first.skip_padding, first.attention.per_sequence) == (True, True)
+    assert (second.skip_padding, second.attention.per_sequence) == (False, False)
