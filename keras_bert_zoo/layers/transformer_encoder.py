@@ -214,7 +214,7 @@ def set_skip_padding(model, enabled=True, in_training=None):
     construction on CPU): `predict`, `evaluate` and the export then run the encoder's dense
     layers on the real tokens only; `in_training`, unless None, sets
     `skip_padding_in_training` too (`fit` as well)."""
-    for layer in model._flatten_layers(include_self=False, recursive=True):
+    for layer in flatten_layers(model):
         if isinstance(layer, TransformerEncoder):
             layer.skip_padding = bool(enabled)
             if in_training is not None:
