@@ -233,8 +233,14 @@ def preprocess(dataset, prepare):
 
 # tf.data's default graph rewrites found nothing to gain on the tokenizer's graph but
 # cost ~0.3 s per iterator, i.e. per fit/evaluate/predict call (as in pretraining_writer).
+# Without the autotuner (AUTOTUNE is then one call per core; the model step, not the
+# tokenizer, is the bottleneck): inside Keras' `fit`, the teardown of an epoch's iterator
+# waited for the autotuner's thread to wake from its sleep, up to its optimisation period
+# (TensorFlow 2.21; 6-9 s after a 20 s epoch of all-MiniLM-L6-v2 on 2 cores, at the next
+# epoch's start or at the end of `fit`; gdb showed the teardown in Model::OptimizeLoop's wait).
 _OPTIONS = tf.data.Options()
 _OPTIONS.experimental_optimization.apply_default_optimizations = False
+_OPTIONS.autotune.enabled = False
 
 
 def report_truncated(dataset, preprocessor, count, steps=None):
@@ -319,10 +325,29 @@ def predict_sorted(model, columns, prepare, count, batch_size=None, verbose=0):
         data = (keras.tree.map_structure(lambda column: column[rows], columns),)
         packed = prepare(data)  # the packed dict (Keras packs a lone `x` without a tuple)
         x = keras.tree.map_structure(lambda t: t.numpy(), packed[0] if isinstance(packed, tuple) else packed)
+        if step == 0:
+            trace_any_shape(model, x)
         outputs.append(model.predict_on_batch(x))
         if progress is not None:
             progress.update(step + 1)
     return restore_order(keras.tree.map_structure(lambda *parts: _concatenate_padded(parts), *outputs), order)
+
+
+def trace_any_shape(model, x):
+    """Traces Keras' predict function once for batches of any size and length like `x`.
+
+    `predict_on_batch` passes arrays, so its `tf.function` (`reduce_retracing`) traces the
+    first batch's exact shape, then again with relaxed shapes at the first other shape:
+    two traces where one serves every batch (all-MiniLM-L6-v2: ~2.6 s each on an AVX2-only
+    2-core CPU). Later calls match the relaxed trace. Nothing to do when Keras runs eagerly
+    or on another backend."""
+    if keras.backend.backend() != "tensorflow" or model.run_eagerly:
+        return
+    model.make_predict_function()
+    function = model.predict_function
+    if hasattr(function, "get_concrete_function"):
+        specs = keras.tree.map_structure(lambda a: tf.TensorSpec([None] * np.ndim(a), tf.as_dtype(a.dtype)), x)
+        function.get_concrete_function([(specs,)])
 
 
 def _concatenate_padded(parts):

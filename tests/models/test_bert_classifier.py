@@ -120,6 +120,24 @@ def test_batches_padded_to_their_longest_row_and_predict_keeps_input_order():
     np.testing.assert_allclose(together, alone, atol=1e-5)
 
 
+def test_predict_traces_one_function_for_every_batch_shape():
+    # Batches of 4 rows 8 wide, 2 rows 16 wide, then 3 rows: one trace with relaxed shapes
+    # (`trace_any_shape`), where `predict_on_batch` alone traced the first shape, then again.
+    task = tiny_classifier()
+    first = task.predict(SENTENCES, batch_size=4, verbose=0)
+    np.testing.assert_allclose(task.predict(SENTENCES[:3], batch_size=3, verbose=0), first[:3], atol=1e-5)
+    assert task.predict_function.experimental_get_tracing_count() == 1
+
+
+def test_text_pipelines_run_without_the_autotuner():
+    # TensorFlow 2.21: tearing down an iterator of an autotuned pipeline inside Keras' `fit`
+    # waited for the autotuner's thread to wake (6-9 s after a 20 s epoch).
+    task = tiny_classifier()
+    for shuffle in (False, True):
+        dataset, _ = task._prepare(SENTENCES, np.zeros(6), batch_size=2, shuffle=shuffle)
+        assert dataset.options().autotune.enabled is False
+
+
 def test_fit_predict_and_evaluate_skip_padding_with_the_same_numbers(monkeypatch):
     # A classifier's encoder layers run their dense layers on the real tokens only, in
     # `fit` too (TransformerEncoder.skip_padding, skip_padding_in_training); padded rows of
