@@ -161,7 +161,7 @@ class BertAttention(keras.layers.Layer):
             context = self._attend(q, k, v, None, False)[0]  # (n, hidden)
             return ops.pad(context, ((0, longest - length), (0, 0)))  # (longest, hidden)
 
-        padded = ops.map(one_sequence, (starts, lengths))  # (batch, longest, hidden)
+        padded = _map_sequences(one_sequence, (starts, lengths), self.hidden_dim, self.compute_dtype)
         # Row t of sequence i sits at (i, t - starts[i]) of `padded`.
         tokens = ops.shape(query)[0]
         sequence = ops.repeat(ops.arange(ops.shape(lengths)[0], dtype="int32"), lengths, axis=0)  # (tokens,)
@@ -178,6 +178,19 @@ class BertAttention(keras.layers.Layer):
             {"num_heads": self.num_heads, "dropout": self.dropout, "causal": self.causal}
         )
         return config
+
+
+def _map_sequences(function, bounds, hidden_dim, dtype):
+    """`ops.map(function, bounds)`: `(batch, longest, hidden)`. On TensorFlow (the only backend
+    `attend_packed` runs on), `tf.map_fn` with the output's signature given: Keras' `ops.map`
+    first calls `function` on row 0 for it, a second copy of the per-sequence attention in
+    every layer's graph (all-MiniLM-L6-v2's export traced 12 sequence bodies for 6 layers)."""
+    if keras.backend.backend() != "tensorflow":
+        return ops.map(function, bounds)
+    import tensorflow as tf
+
+    signature = tf.TensorSpec([None, hidden_dim], dtype)
+    return tf.map_fn(function, bounds, fn_output_signature=signature)
 
 
 def set_per_sequence_attention(model, enabled=True):
