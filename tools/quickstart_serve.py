@@ -39,18 +39,26 @@ def serve(args, run, finetuning=None):
             raise ValueError(f"`--stages serve` needs a fine-tuned model: run the finetune stage first "
                              f"(no fine-tuning figures in {run('summary.json')}).")
     best = _best(finetuning)
-    path = export(BertClassifier.from_preset(finetuning[best]["preset"]), run("export", "1"))
-    # Held-out text: dev rows the model was scored on, not trained on.
-    texts, labels = read_glue("sst2", os.path.join(run("finetune", "data", "dev.tsv")))
-    request = {"texts": list(texts[: args.serve_examples]), "labels": [int(y) for y in labels[: args.serve_examples]],
-               "throughput_texts": list(texts[: args.throughput_examples])}
-    atomic_write_json(run("export", "request.json"), request)
+    # The fresh process starts first: its TensorFlow import overlaps the export.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    out = subprocess.run([sys.executable, CLIENT, path, run("export", "request.json")], env=env,
-                         capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"The serving process failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
-    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    client = subprocess.Popen([sys.executable, CLIENT, "-"], env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        path = export(BertClassifier.from_preset(finetuning[best]["preset"]), run("export", "1"))
+        # Held-out text: dev rows the model was scored on, not trained on.
+        texts, labels = read_glue("sst2", os.path.join(run("finetune", "data", "dev.tsv")))
+        request = {"texts": list(texts[: args.serve_examples]),
+                   "labels": [int(y) for y in labels[: args.serve_examples]],
+                   "throughput_texts": list(texts[: args.throughput_examples])}
+        atomic_write_json(run("export", "request.json"), request)
+    except BaseException:
+        client.kill()
+        client.communicate()
+        raise
+    stdout, stderr = client.communicate(f"{path}\t{run('export', 'request.json')}\n")
+    if client.returncode != 0:
+        raise RuntimeError(f"The serving process failed (exit {client.returncode}):\n{stderr[-3000:]}")
+    answer = json.loads(stdout.strip().splitlines()[-1])
     for row, gold in zip(answer["predictions"], request["labels"]):
         print(f"  {row['label']:>5s} {row['probability']:.2f} (gold {glue_labels('sst2')[gold]})  {row['text'][:90]}", flush=True)
     say("serve", f"{best} exported → {path}; a fresh process with {', '.join(answer['imported'])} served "

@@ -1,7 +1,10 @@
 """Serves an exported classifier with TensorFlow and tensorflow-text only (stage 3 of the demo).
 
     python tools/serve_client.py EXPORT_DIR REQUEST.json
+    python tools/serve_client.py -      # then one line on stdin: EXPORT_DIR REQUEST.json
 
+With `-`, the process imports TensorFlow first and then waits for the paths: the demo
+starts it before it exports, so the import (several seconds) overlaps the export.
 REQUEST.json: `{"texts": [...], "throughput_texts": [...]}`. Prints one JSON line: each
 text with its label and probability, the served sentences per second (batches of 32
 after one warm-up call) and which of keras / keras_bert_zoo the process had imported
@@ -39,4 +42,10 @@ def main(export_dir, request_path):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    arguments = sys.argv[1:]
+    if arguments == ["-"]:
+        arguments = sys.stdin.readline().rstrip("\n").split("\t")
+    if len(arguments) != 2:
+        sys.exit(f"usage: serve_client.py EXPORT_DIR REQUEST.json, or `-` and both on one line of stdin "
+                 f"(tab-separated). Received: {arguments!r}.")
+    main(*arguments)
