@@ -1,7 +1,7 @@
 """Serves an exported classifier with TensorFlow and tensorflow-text only (stage 3 of the demo).
 
     python tools/serve_client.py EXPORT_DIR REQUEST.json
-    python tools/serve_client.py -      # then one line on stdin: EXPORT_DIR REQUEST.json
+    python tools/serve_client.py -      # then one line on stdin: EXPORT_DIR<TAB>REQUEST.json
 
 With `-`, the process imports TensorFlow first and then waits for the paths: the demo
 starts it before it exports, so the import (several seconds) overlaps the export.
