@@ -9,6 +9,7 @@ import tensorflow as tf
 from keras_bert_zoo.layers.bert_attention import set_per_sequence_attention
 from keras_bert_zoo.layers.transformer_encoder import padded_encoders, set_skip_padding
 from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models import task_predict
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.predict_precision import predicting_in
 from keras_bert_zoo.models.task_presets import (
@@ -274,7 +275,7 @@ class Task(RawTextInputs, keras.Model):
             columns = inputs_lib.as_columns(x)
             if inputs_lib.num_rows(columns) and all(c.dtype.kind in "USO" for c in keras.tree.flatten(columns)):
                 prepare, count = self._pipeline_cache()
-                return inputs_lib.predict_sorted(self, columns, prepare, count, batch_size, verbose)
+                return task_predict.predict_sorted(self, columns, prepare, count, batch_size, verbose)
         prepared = self._prepare(x, batch_size=batch_size, sort=True)
         if prepared is None:
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
@@ -282,7 +283,7 @@ class Task(RawTextInputs, keras.Model):
         outputs = super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
         if order is None:
             order = np.arange(len(keras.tree.flatten(outputs)[0]))
-        return inputs_lib.restore_order(outputs, order)
+        return task_predict.restore_order(outputs, order)
 
     # === Quantisation ===
     def quantize(self, mode=None, config=None, **kwargs):

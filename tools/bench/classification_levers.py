@@ -1,7 +1,7 @@
 """The levers of `BertClassifier.predict` on raw strings, each switched off alone (classification notes).
 
 One process, our float32 BERT-Base classifier, the section's throughput rows; each
-variant runs `task_inputs.predict_sorted` (what `Task.predict` runs on raw in-memory
+variant runs `task_predict.predict_sorted` (what `Task.predict` runs on raw in-memory
 text) or the pieces it is made of, one warm-up pass and then `runs` timed passes:
 
 - `as_is`: `task.predict(rows)` (sorted by length, each batch cut to its longest row
@@ -30,7 +30,7 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     import numpy as np
 
     from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
-    from keras_bert_zoo.models import task_inputs
+    from keras_bert_zoo.models import task_inputs, task_predict
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
     model = BertClassifier.from_preset(preset)
@@ -39,7 +39,7 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     n = len(texts)
 
     def sorted_pass(prepare, count):
-        return lambda: task_inputs.predict_sorted(model, texts, prepare, count, batch_size)
+        return lambda: task_predict.predict_sorted(model, texts, prepare, count, batch_size)
 
     def functions(multiple):
         saved, task_inputs.PAD_MULTIPLE = task_inputs.PAD_MULTIPLE, multiple

@@ -14,7 +14,7 @@ from tools.bench._subprocess import time_runs
 def predict_breakdown(preset, rows, calls=7):
     """Worker: where one `task.predict` call on one row of a classifier goes (median ms of `calls`).
 
-    The pieces `Task.predict` runs for raw in-memory text (`task_inputs.predict_sorted`):
+    The pieces `Task.predict` runs for raw in-memory text (`task_predict.predict_sorted`):
     the traced tokenize-and-pack function, the truncation count (a second tokenizing pass)
     and the model on the packed batch (`predict_on_batch`). For the lever's gain, also the
     tf.data path it replaced: Keras' predict over the preprocessing pipeline, with the
