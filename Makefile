@@ -39,6 +39,11 @@ $(STAMP): setup.py
 $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test,demo]'
+	# JAX for tests/models/test_backends.py, outside site-packages (its subprocess puts this
+	# folder on PYTHONPATH): installed there, `import tensorflow` imports it too (TF Lite's
+	# optional JAX functions), ~3 s more in every process that imports TensorFlow
+	# (10-11 s instead of 7-8 s on the 2-core AVX2-only kind). Its dependencies are TF's or ours.
+	$(PY) -m pip install --quiet --no-deps --target $(VENV)/jax_backend jax==0.10.2 jaxlib==0.10.2
 	# Real SQuAD-style questions for the span-extraction tests: Disfl-QA and Quoref from the
 	# bigbench==1.0.0 sdist (358 MB, sha256-checked; only two task.json files are kept).
 	$(PY) tools/fetch_bigbench_qa.py --output $(VENV)/share/keras_bert_zoo/data/bigbench

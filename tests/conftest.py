@@ -5,6 +5,8 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import gc  # noqa: E402
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -22,6 +24,14 @@ TINY_BACKBONE = dict(
 @pytest.fixture
 def tiny_config():
     return dict(TINY_BACKBONE)
+
+
+def pytest_collection_finish(session):
+    """Moves what the imports made (TensorFlow, Keras and the package: ~0.5M objects) out
+    of the garbage collector's reach: each test's `gc.collect()` then scans only what the
+    tests made, ~0.02 s instead of 0.4-1 s (~8 minutes of CPU over the suite)."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,9 @@ Each model of `CASES` (the pretrainer and every task's model part, fed packed id
 subprocess per backend (`KERAS_BACKEND=jax` or `torch`) loads them for every model, runs
 the forward pass and one SGD training step (the task's own loss, sample weights where the
 task has them) and saves its results, which must equal this process's within 1e-5.
-`make test` installs the CPU builds of both (the `test` extra and the Makefile's torch
-step); a test is skipped only where its backend's package is missing.
+`make test` installs the CPU builds of both (JAX in `.venv/jax_backend`, outside site-packages, so
+that TensorFlow's import does not load it in every process; torch by the Makefile's torch step);
+a test is skipped only where its backend's package is missing.
 """
 
 import os
@@ -15,6 +16,9 @@ import sys
 
 import numpy as np
 import pytest
+
+# Where `make test` installs JAX (outside site-packages; see the Makefile).
+JAX_DIR = os.path.join(sys.prefix, "jax_backend")
 
 _SCRIPT = r"""
 import os, sys
@@ -167,10 +171,15 @@ def tensorflow_results(tmp_path_factory):
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_backend_matches_tensorflow_forward_and_a_training_step(backend, tensorflow_results):
-    pytest.importorskip(backend)
     directory, expected = tensorflow_results
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    if backend == "jax":
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [JAX_DIR, env.get("PYTHONPATH")]))
+        if not os.path.isdir(os.path.join(JAX_DIR, "jax")):
+            pytest.importorskip("jax", reason=f"JAX is neither in {JAX_DIR} (`make test` puts it there) nor importable")
+    else:
+        pytest.importorskip(backend)
     if backend == "jax":
         # Compiling is most of the JAX side's time; at XLA's lowest code-generation level it
         # takes ~20% less. The model code and the compared numbers are the same.
