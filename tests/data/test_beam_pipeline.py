@@ -56,7 +56,9 @@ def _check_equal(local, beam_report, beam_outputs):
     assert local["counts"]["instances"] > 500  # real work was compared, not empty files
 
 
-# In process (in_memory) is the CLI test below; here two worker processes.
+# In process (in_memory) is the CLI test below, byte-compared in `make test`; here two worker
+# processes (pickling across processes; ~45 s of the suite): `make test-heavy`.
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode", ["multi_processing"])
 def test_beam_direct_runner_is_byte_identical_to_the_local_writer(corpus, mode):
     root, paths, spec, local = corpus
