@@ -186,6 +186,11 @@ class Task(RawTextInputs, keras.Model):
                 shuffle those batches, so that a batch is padded to about its rows' length
                 (`task_inputs.bucketed_dataset`). None (default): batches of random rows.
         """
+        if not self.compiled:  # Keras' own check comes after `_build_state`, which needs the optimizer
+            raise ValueError(
+                f"Call `compile()` before `fit()`: this {type(self).__name__} is not compiled. "
+                "`task.compile()` with no arguments gives the paper's fine-tuning recipe (BertAdamW, "
+                "peak learning rate 5e-5, 10% warm-up then linear decay).")
         raw = not isinstance(x, tf.data.Dataset) and not inputs_lib.is_packed(x) and self.preprocessor is not None
         if validation_split and raw:
             x, y, sample_weight, validation_data = inputs_lib.split_off(x, y, sample_weight, validation_split)

@@ -241,6 +241,17 @@ def test_bad_arguments_are_named(kwargs, message):
         BertClassifier(backbone, **kwargs)
 
 
+def test_fit_before_compile_is_a_clear_error():
+    """Keras' own message came after the optimizer was needed (an AttributeError instead)."""
+    task = tiny_classifier()
+    assert not task.compiled
+    with pytest.raises(ValueError, match=r"Call `compile\(\)` before `fit\(\)`.*BertClassifier"):
+        task.fit(SENTENCES[:4], np.array([0, 1, 0, 1]), batch_size=2, verbose=0)
+    task.compile()
+    task.fit(SENTENCES[:4], np.array([0, 1, 0, 1]), batch_size=2, verbose=0)
+    assert int(task.optimizer.iterations) == 2
+
+
 def test_text_without_a_preprocessor_is_refused():
     task = tiny_classifier()
     task.preprocessor = None

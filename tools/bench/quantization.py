@@ -83,6 +83,7 @@ def prepare(workdir, train_rows, preset=None):
     if preset is None:
         keras.utils.set_random_seed(0)
         task = kbz.BertClassifier.from_preset(minilm_dir(), num_classes=2, lowercase=True)
+        task.compile()  # the paper's recipe: BertAdamW, peak 5e-5, 10% warm-up
         texts, labels = _texts("train", train_rows)
         task.fit(texts, np.asarray(labels), batch_size=BATCH, epochs=1, verbose=0)
         preset = os.path.join(tuned, "preset")
