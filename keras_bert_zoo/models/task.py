@@ -190,7 +190,7 @@ class Task(RawTextInputs, keras.Model):
             raise ValueError(
                 f"Call `compile()` before `fit()`: this {type(self).__name__} is not compiled. "
                 "`task.compile()` with no arguments gives the paper's fine-tuning recipe (BertAdamW, "
-                "peak learning rate 5e-5, 10% warm-up then linear decay).")
+                f"peak learning rate {DEFAULT_LEARNING_RATE:g}, {DEFAULT_WARMUP_RATIO:.0%} warm-up then linear decay).")
         raw = not isinstance(x, tf.data.Dataset) and not inputs_lib.is_packed(x) and self.preprocessor is not None
         if validation_split and raw:
             x, y, sample_weight, validation_data = inputs_lib.split_off(x, y, sample_weight, validation_split)

@@ -132,10 +132,10 @@ def _vnni_int8_call(layer, inputs, training=None):
     x_q = tf.clip_by_value(tf.round(x * x_scale), -127.0, 127.0)
     x_u8 = tf.cast(x_q + 128.0, tf.uint8)  # exact: x_q + 128 in [1, 255]
     # (x_q + 128) @ W - 128 * colsum(W) == x_q @ W, in int32 (checked exactly in the tests).
-    # colsum(W) comes out of the same product, as the row of a row of ones appended to the
-    # activations: summing the int8 kernel apart (cast to int32, then reduced) read and wrote
-    # all of BERT-Base's 85M weights on every call: 5-14% of its int8 forward on 32 rows of
-    # 26 and 14 tokens (Zen 4, 2026-12-02).
+    # colsum(W) comes out of the same product: the output row of a row of ones appended to the
+    # activations. Summing the kernel apart (cast to int32, then reduced) read and wrote all of
+    # BERT-Base's 85M weights on every call: 5-14% of its int8 forward on 32 rows of 26 and 14
+    # tokens (Zen 4, 2026-12-02).
     ones = tf.ones((1, in_dim), tf.uint8)
     acc = tf.raw_ops.QuantizedMatMulWithBias(
         a=tf.bitcast(tf.concat([x_u8, ones], axis=0), tf.quint8), b=tf.bitcast(kernel, tf.qint8),
