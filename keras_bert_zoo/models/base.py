@@ -26,8 +26,10 @@ class Backbone(keras.Model):
         return mapping.backbone_targets(self)
 
     def get_config(self):
-        # The functional graph is rebuilt by `__init__`; only arguments are config.
-        return {"name": self.name, "trainable": self.trainable, "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+        # The functional graph is rebuilt by `__init__`; only arguments are config. A policy
+        # the backbone picked itself (`auto_dtype`) is saved as None: picked again on loading.
+        dtype = None if getattr(self, "auto_dtype", False) else keras.dtype_policies.serialize(self.dtype_policy)
+        return {"name": self.name, "trainable": self.trainable, "dtype": dtype}
 
     @classmethod
     def from_config(cls, config):

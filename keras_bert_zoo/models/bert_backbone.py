@@ -7,6 +7,7 @@ from keras_bert_zoo.layers.bert_embeddings import BertEmbeddings
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, check_activation
 from keras_bert_zoo.models.base import Backbone
+from keras_bert_zoo.utils.precision import AUTO, default_policy
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -31,8 +32,12 @@ class BertBackbone(Backbone):
         num_segments: int. Token types. Defaults to 2.
         activation: str. `"gelu"` (exact, default) or `"gelu_approximate"`.
         causal: bool. Left-to-right attention for the §5.1 ablation. Defaults to False.
-        dtype: str or `keras.DTypePolicy`, a float policy, e.g. `"mixed_bfloat16"`.
-            Defaults to the global policy.
+        dtype: str or `keras.DTypePolicy`, a float policy, e.g. `"float32"` or
+            `"mixed_bfloat16"`. None or `"auto"` (default): `utils.precision.default_policy()`,
+            `mixed_bfloat16` on a CPU with native bf16 (AVX512-BF16/AMX) or a GPU/TPU, float32
+            elsewhere (or Keras' global policy where it was set to another than float32);
+            the variables are float32 in either. A default policy is saved as None, so a
+            reloaded model picks again on its machine.
 
     Wrong types raise `TypeError` (`hidden_dim="32"`, `causal="no"`), wrong values
     `ValueError`, each naming the argument.
@@ -78,7 +83,8 @@ class BertBackbone(Backbone):
                 "`num_heads` must divide `hidden_dim`. Received: "
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}."
             )
-        policy = args.float_policy(dtype)
+        auto_dtype = dtype is None or (isinstance(dtype, str) and dtype == AUTO)
+        policy = args.float_policy(default_policy() if auto_dtype else dtype)
         embeddings = BertEmbeddings(
             vocabulary_size,
             hidden_dim,
@@ -131,6 +137,7 @@ class BertBackbone(Backbone):
         # keras.Model (Functional) drops `dtype`; keep it so get_config/.keras reloads keep
         # the mixed-precision policy (the public setter, as keras-hub's Backbone).
         self.dtype_policy = policy
+        self.auto_dtype = auto_dtype  # saved as dtype None (`Backbone.get_config`)
         # === Config ===
         self.vocabulary_size = vocabulary_size
         self.num_layers = num_layers

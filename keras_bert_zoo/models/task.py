@@ -269,10 +269,11 @@ class Task(RawTextInputs, keras.Model):
 
         `precision`: None (the model's own policy), `"auto"` (`utils.precision.auto_precision()`:
         mixed_bfloat16 where bf16 is native) or a policy name, for this call only; the
-        model's policy is untouched for training (`models/predict_precision.py`).
+        model's policy is untouched for training (`models/predict_precision.py`). Float
+        outputs are float32 whatever the policy.
         """
         with predicting_in(self, precision):
-            return self._predict(x, batch_size, verbose, steps, callbacks)
+            return task_predict.as_float32(self._predict(x, batch_size, verbose, steps, callbacks))
 
     def _predict(self, x, batch_size, verbose, steps, callbacks):
         if (self.preprocessor is not None and steps is None and not callbacks and not isinstance(x, tf.data.Dataset)

@@ -62,6 +62,18 @@ def _concatenate_padded(parts):
     return np.concatenate(padded, axis=0)
 
 
+def as_float32(outputs):
+    """Half-precision outputs (bf16/fp16 under a mixed policy) as float32 NumPy arrays:
+    what a user's NumPy, SciPy or scikit-learn code takes."""
+    def widen(output):
+        output = np.asarray(output) if isinstance(output, (np.ndarray, np.generic)) else output
+        if isinstance(output, np.ndarray) and output.dtype.name in ("bfloat16", "float16"):
+            return output.astype("float32")
+        return output
+
+    return keras.tree.map_structure(widen, outputs)
+
+
 def restore_order(outputs, order):
     """Undoes `length_order` on every output; ragged outputs are padded with zeros."""
     inverse = np.empty_like(order)

@@ -4,6 +4,8 @@ On a CPU with native bf16 instructions (AVX512-BF16 or AMX-BF16) oneDNN runs bf1
 at about twice the float32 rate; on an AVX2-only CPU bf16 is emulated and *slower* than
 float32 (`../shared/PERFORMANCE.md`). GPUs and TPUs run bf16 natively. `auto_precision()`
 picks accordingly; the environment variable `KERAS_BERT_ZOO_PRECISION` overrides it.
+A `BertBackbone` (and so every task) built without `dtype` takes `default_policy()`: the
+fast policy, unless Keras' global policy was set to another than float32.
 """
 
 import os
@@ -99,6 +101,21 @@ def auto_precision(flags=None, accelerator=None):
     if accelerator or cpu_has_native_bf16(flags):
         return "mixed_bfloat16"
     return "float32"
+
+
+def default_policy():
+    """The float policy of a model built without `dtype`.
+
+    Keras' global policy where it was set to something other than float32 (the user's
+    choice), else `auto_precision()`: `mixed_bfloat16` where bf16 is native, float32
+    elsewhere. `dtype="float32"` (or `KERAS_BERT_ZOO_PRECISION=float32`) pins float32.
+    """
+    import keras
+
+    policy = keras.config.dtype_policy()
+    if policy.name != "float32":
+        return policy
+    return auto_precision()
 
 
 def resolve_precision(precision):

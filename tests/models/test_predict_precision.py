@@ -39,7 +39,7 @@ def test_a_bf16_model_predicts_in_float32_on_request():
     float32.set_weights(task.get_weights())
     np.testing.assert_allclose(task.predict(SENTENCES, verbose=0, precision="float32"),
                                float32.predict(SENTENCES, verbose=0), atol=1e-6)
-    assert str(np.asarray(task.predict(SENTENCES, verbose=0)).dtype) == "bfloat16"
+    assert task.predict(SENTENCES, verbose=0).dtype == np.float32  # bf16 logits, given as float32
 
 
 def test_auto_follows_auto_precision_and_bad_values_are_named(monkeypatch):
@@ -49,3 +49,50 @@ def test_auto_follows_auto_precision_and_bad_values_are_named(monkeypatch):
     np.testing.assert_array_equal(task.predict(SENTENCES, verbose=0, precision="auto"), float32)
     with pytest.raises(ValueError, match="`precision`.*'bf16'"):
         task.predict(SENTENCES, verbose=0, precision="bf16")
+
+
+def _bf16_cpu(monkeypatch, native):
+    """`auto_precision()` as on a CPU with (Zen 4) or without (Zen 3) native bf16, no accelerator."""
+    monkeypatch.delenv(precision_lib.ENV, raising=False)
+    monkeypatch.setattr(precision_lib, "_has_accelerator", lambda: False)
+    flags = {"avx2", "avx512f", "avx512_bf16"} if native else {"avx2"}
+    monkeypatch.setattr(precision_lib, "cpu_flags", lambda path=None: frozenset(flags))
+
+
+def test_a_task_built_without_dtype_computes_in_bf16_where_the_cpu_has_it(monkeypatch, tmp_path):
+    import keras
+
+    _bf16_cpu(monkeypatch, native=True)
+    task = tiny_classifier()
+    assert task.backbone.dtype_policy.name == "mixed_bfloat16" and task.backbone.auto_dtype
+    assert {v.dtype for v in task.weights} == {"float32"}  # float32 variables, bf16 compute
+    pinned = tiny_classifier(dtype="float32")  # an explicit dtype wins
+    assert pinned.backbone.dtype_policy.name == "float32" and not pinned.backbone.auto_dtype
+    pinned.set_weights(task.get_weights())
+    bf16 = task.predict(SENTENCES, verbose=0)
+    assert bf16.dtype == np.float32
+    np.testing.assert_array_equal(bf16, pinned.predict(SENTENCES, verbose=0, precision="mixed_bfloat16"))
+    task.compile()
+    task.fit(SENTENCES, np.array([0, 1, 0, 1, 1, 0]), batch_size=3, verbose=0)  # trains in bf16
+
+    # Saved as "pick on loading": float32 on a CPU without native bf16, bf16 back on one with it.
+    assert task.backbone.get_config()["dtype"] is None
+    task.save(tmp_path / "task.keras")
+    _bf16_cpu(monkeypatch, native=False)
+    reloaded = keras.saving.load_model(tmp_path / "task.keras")
+    assert reloaded.backbone.dtype_policy.name == "float32"
+    assert reloaded.get_layer("logits").dtype_policy.name == "float32"
+    np.testing.assert_array_equal(reloaded.get_weights()[0], task.get_weights()[0])
+    assert tiny_classifier().backbone.dtype_policy.name == "float32"
+    monkeypatch.setenv(precision_lib.ENV, "mixed_bfloat16")  # the override, either way
+    assert tiny_classifier().backbone.dtype_policy.name == "mixed_bfloat16"
+
+
+def test_a_global_policy_other_than_float32_is_the_users_choice(monkeypatch):
+    import keras
+
+    _bf16_cpu(monkeypatch, native=True)
+    keras.config.set_dtype_policy("mixed_float16")  # the fixture resets it
+    assert tiny_classifier().backbone.dtype_policy.name == "mixed_float16"
+    with pytest.raises(ValueError, match="`dtype` must be a float dtype policy.*'int8'"):
+        tiny_classifier(dtype="int8")
