@@ -12,9 +12,9 @@ taken evenly over the pool so that the measured rows keep its length distributio
 
 Sides, each round of each in a process of its own (`_subprocess.run_config`), rounds
 interleaved and the order reversed every other round, as the serving section: ours
-`BertClassifier.predict(strings)` with defaults (float32) and with the best settings
-(`predict(strings, precision="auto")`: `auto_precision()`, mixed_bfloat16 on a CPU with
-native bf16); our export's
+`BertClassifier.predict(strings)` with defaults (the model built without `dtype`:
+`default_policy()`, mixed_bfloat16 on a CPU with native bf16, float32 elsewhere) and
+built with `dtype="float32"`; our export's
 `serving_default` (float32 and mixed_bfloat16) in a process with only tensorflow and
 tensorflow_text imported; keras-hub 0.32 `BertTextClassifier.predict(strings)` with its
 default preprocessor (sequence_length 512) and with `sequence_length=128`; HF's
@@ -56,7 +56,7 @@ def sides(prepared, s):
     fast = dict(common, latency_calls=s["calls"], throughput_rows=s["rows"])
     return {
         "ours (defaults)": ("measure_ours", dict(fast, preset=prepared["preset"], forward=True)),
-        "ours (auto precision)": ("measure_ours", dict(fast, preset=prepared["preset"], precision="auto")),
+        "ours (float32)": ("measure_ours", dict(fast, preset=prepared["preset"], precision="float32")),
         "ours exported (float32)": ("measure_served", dict(fast, saved_model=prepared["saved_model"])),
         "ours exported (bf16)": ("measure_served", dict(fast, saved_model=prepared["saved_model_bf16"])),
         "keras-hub (default, 512)": ("measure_keras_hub", dict(common, hf=prepared["hf"], latency_calls=s[
@@ -82,6 +82,8 @@ def merge(parts, pieces, rows):
            "p99_ms": 1e3 * latency[min(len(latency) - 1, int(0.99 * len(latency)))], "calls": len(latency),
            "rate": rate, "spread": (max(rates) - min(rates)) / rate, "rows": rows,
            "mean_pieces": sum(pieces[:rows]) / rows, "labels": parts[-1]["labels"]}
+    if "policy" in parts[-1]:
+        out["policy"] = parts[-1]["policy"]
     forward = [t for p in parts for t in p.get("forward_s", [])]
     if forward:
         out["forward_ms"] = 1e3 * statistics.median(forward)

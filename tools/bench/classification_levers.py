@@ -33,7 +33,7 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     from keras_bert_zoo.models import task_inputs, task_predict
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
-    model = BertClassifier.from_preset(preset)
+    model = BertClassifier.from_preset(preset, dtype="float32")  # levers against float32, on every CPU
     with open(rows, encoding="utf-8") as f:
         texts = np.asarray(json.load(f)["throughput"][:throughput_rows])
     n = len(texts)

@@ -7,7 +7,7 @@ from tools.bench.serving import _cpu
 HIDDEN, INTERMEDIATE, LAYERS = 768, 3072, 12
 PEERS_DEFAULT = ("keras-hub (default, 512)", "HF pipeline (fp32)")
 PEERS_ALL = PEERS_DEFAULT + ("keras-hub (sequence_length=128)", "HF pipeline (bf16 autocast)")
-OURS_BEST = ("ours (auto precision)", "ours exported (float32)", "ours exported (bf16)")
+OURS_BEST = ("ours (float32)", "ours exported (float32)", "ours exported (bf16)")
 
 
 def forward_flops(length, hidden=HIDDEN, intermediate=INTERMEDIATE, layers=LAYERS):
@@ -16,8 +16,12 @@ def forward_flops(length, hidden=HIDDEN, intermediate=INTERMEDIATE, layers=LAYER
     return layers * (dense + 4 * length * length * hidden)
 
 
-def _roof_dtype(name):
-    return "bfloat16" if ("bf16" in name or "auto" in name) else "float32"
+def _roof_dtype(name, result=None):
+    """The roof a side is held against: its model's policy where it reports one, else its name's."""
+    policy = (result or {}).get("policy")
+    if policy:
+        return "bfloat16" if "bfloat16" in policy else "float32"
+    return "bfloat16" if "bf16" in name else "float32"
 
 
 def _fastest(results, names, key="rate"):
@@ -37,7 +41,7 @@ def table(results, pieces, roof):
             lines.append(f"| {name} | failed: {r['error'][:200]} | | | |")
             continue
         gflop = sum(forward_flops(n) for n in pieces[: r["rows"]]) / r["rows"] / 1e9
-        dtype = _roof_dtype(name)
+        dtype = _roof_dtype(name, r)
         peak = roof.get(dtype, {}).get("gflops")
         share = f"{100 * r['rate'] * gflop / peak:.0f}% of {dtype} roof" if peak else "roof not measured"
         lines.append(f"| {name} | {r['latency_ms']:.1f} | {r['p99_ms']:.1f} ({r['calls']} calls) | "
@@ -69,13 +73,14 @@ def goals(results, pieces, roof):
                 f"beforehand {served['forward_ms']:.1f} ms (same process, medians): "
                 f"**{served['latency_ms'] / served['forward_ms']:.2f}×**.")
     if "forward_ms" in ours:
-        lines.append(f"  For reference, our float32 model's `predict_on_batch` on those packed rows: "
+        lines.append(f"  For reference, our default model's ({ours.get('policy', '?')}) `predict_on_batch` on "
+                     "those packed rows: "
                      f"{ours['forward_ms']:.1f} ms; `predict(strings)` at batch 1: {ours['latency_ms']:.1f} ms "
                      f"({ours['latency_ms'] / ours['forward_ms']:.2f}×).")
     shares = []
     for name in ("ours (defaults)",) + OURS_BEST:
         r = results.get(name, {})
-        peak = roof.get(_roof_dtype(name), {}).get("gflops")
+        peak = roof.get(_roof_dtype(name, r), {}).get("gflops")
         if "rate" in r and peak:
             gflop = sum(forward_flops(n) for n in pieces[: r["rows"]]) / r["rows"] / 1e9
             shares.append(f"{name} {100 * r['rate'] * gflop / peak:.0f}%")
@@ -102,16 +107,16 @@ def lever_lines(levers, results):
              f"sentences/s): as is {base:.1f}; " + "; ".join(parts) + f". The sorted pass runs "
              f"{len(levers['widths'])} padded widths ({', '.join(map(str, levers['widths']))}); Keras traces "
              "the predict function with `reduce_retracing=True`, so new widths after the second do not retrace."]
-    ours, bf16 = results.get("ours (defaults)", {}), results.get("ours (auto precision)", {})
-    if "rate" in ours and "rate" in bf16:
-        lines.append(f"Precision alone: `auto_precision()` (mixed_bfloat16 here) {bf16['rate']:.1f} vs float32 "
-                     f"{ours['rate']:.1f} sentences/s ({bf16['rate'] / ours['rate']:.2f}×), batch-1 "
-                     f"{bf16['latency_ms']:.1f} vs {ours['latency_ms']:.1f} ms.")
+    ours, fp32 = results.get("ours (defaults)", {}), results.get("ours (float32)", {})
+    if "rate" in ours and "rate" in fp32:
+        lines.append(f"Precision alone: the default policy ({ours.get('policy', '?')} here) {ours['rate']:.1f} vs "
+                     f"`dtype=\"float32\"` {fp32['rate']:.1f} sentences/s ({ours['rate'] / fp32['rate']:.2f}×), "
+                     f"batch-1 {ours['latency_ms']:.1f} vs {fp32['latency_ms']:.1f} ms.")
     return lines
 
 
 def agreement(results):
-    base = results.get("ours (defaults)", {}).get("labels")
+    base = results.get("ours (float32)", {}).get("labels")
     if not base:
         return "Labels not compared."
     same = []
@@ -119,7 +124,7 @@ def agreement(results):
         labels = results.get(name, {}).get("labels")
         if labels:
             same.append(f"{name} {sum(a == b for a, b in zip(base, labels))}/{min(len(base), len(labels))}")
-    return ("Same labels as ours (defaults), same weights: " + ", ".join(same) + " (random weights: labels "
+    return ("Same labels as ours (float32), same weights: " + ", ".join(same) + " (random weights: labels "
             "are a consistency check, not accuracy; keras-hub's head is its own random one, so not compared).")
 
 

@@ -61,7 +61,7 @@ def prepare(workdir, rows, latency_rows, hidden_layers=12):
 
     from keras_bert_zoo.models import task_inputs
 
-    model = BertClassifier.from_preset(hf_dir, num_classes=NUM_CLASSES)
+    model = BertClassifier.from_preset(hf_dir, num_classes=NUM_CLASSES, dtype="float32")
     prepare, _ = task_inputs.pipeline_functions(model.preprocessor)
 
     def prepare_ids(texts):
@@ -128,10 +128,10 @@ def timed(predict, rows, latency_calls, batch_size, throughput_rows, warmup_rows
     return {"latency_s": latency, "throughput_s": throughput, "labels": labels[-len(everything):]}
 
 
-def measure_ours(preset, rows, latency_calls, batch_size, throughput_rows, precision="float32",
+def measure_ours(preset, rows, latency_calls, batch_size, throughput_rows, precision=None,
                  forward=False):
-    """Worker: `BertClassifier.predict(strings)` of the float32 model; `precision` "float32" (the
-    defaults) or `predict`'s `precision` argument ("auto": `auto_precision()`).
+    """Worker: `BertClassifier.predict(strings)`; `precision` is `from_preset`'s `dtype` (None:
+    the default, `default_policy()`).
 
     With `forward`, also the model's own forward time on each latency row, packed and
     cut to its length beforehand (`forward_s`): the yardstick of the serving overhead.
@@ -140,14 +140,14 @@ def measure_ours(preset, rows, latency_calls, batch_size, throughput_rows, preci
 
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
-    model = BertClassifier.from_preset(preset)
-    kwargs = {} if precision == "float32" else dict(precision=precision)
+    model = BertClassifier.from_preset(preset, dtype=precision)
 
     def predict(texts):
-        logits = model.predict(texts, batch_size=batch_size, verbose=0, **kwargs)
+        logits = model.predict(texts, batch_size=batch_size, verbose=0)
         return np.argmax(np.asarray(logits, "float32"), axis=-1)
 
     result = timed(predict, rows, latency_calls, batch_size, throughput_rows)
+    result["policy"] = model.backbone.dtype_policy.name
     if forward:
         from keras_bert_zoo.models import task_inputs
 

@@ -68,9 +68,10 @@ def _keras_timer():
     return StepTimer()
 
 
-def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad_full=False, padded_dense=False,
+def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full=False, padded_dense=False,
                  ops_optimizer=False):
-    """Worker: ours, `BertClassifier.fit` on raw strings, one epoch. `padded_dense`: the encoder's
+    """Worker: ours, `BertClassifier.fit` on raw strings, one epoch. `precision`: the backbone's
+    `dtype` (None: the default, `default_policy()`). `padded_dense`: the encoder's
     dense layers train on the padded batch (`skip_padding_in_training` off, as before 2026-12-01);
     `ops_optimizer`: `BertAdamW`'s update in `keras.ops`, not TF's fused Adam kernel."""
     import keras
@@ -80,13 +81,11 @@ def measure_ours(rows, batch_size, precision="float32", length_buckets=None, pad
     from keras_bert_zoo.models.bert_classifier import BertClassifier
     from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
-    from keras_bert_zoo.utils.precision import auto_precision
-
-    policy = auto_precision() if precision == "auto" else precision
     keras.utils.set_random_seed(0)
     texts, labels = train_rows(rows)
     setup = time.perf_counter()
-    backbone = BertBackbone(vocabulary_size=30522, dtype=policy, **BASE)
+    backbone = BertBackbone(vocabulary_size=30522, dtype=precision, **BASE)
+    policy = backbone.dtype_policy.name
     preprocessor = BertPreprocessor(BertTokenizer(_vocab(), lowercase=True), sequence_length=128)
     model = BertClassifier(backbone, num_classes=2, preprocessor=preprocessor)
     model.compile()

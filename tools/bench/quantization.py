@@ -82,7 +82,8 @@ def prepare(workdir, train_rows, preset=None):
     _onnx(base)
     if preset is None:
         keras.utils.set_random_seed(0)
-        task = kbz.BertClassifier.from_preset(minilm_dir(), num_classes=2, lowercase=True)
+        # float32 on every CPU kind, so that the fine-tuned weights do not depend on the machine.
+        task = kbz.BertClassifier.from_preset(minilm_dir(), num_classes=2, lowercase=True, dtype="float32")
         task.compile()  # the paper's recipe: BertAdamW, peak 5e-5, 10% warm-up
         texts, labels = _texts("train", train_rows)
         task.fit(texts, np.asarray(labels), batch_size=BATCH, epochs=1, verbose=0)
