@@ -38,22 +38,54 @@ def _task_class(name):
     return classes[name]
 
 
-def load_task(model, text_inputs=None):
-    """A fine-tuned task from a preset directory (saved by `save_to_preset`) or a `.keras` file."""
+def load_task(model, text_inputs=None, dtype=None):
+    """A fine-tuned task from a preset directory (saved by `save_to_preset`) or a `.keras` file.
+
+    `dtype`: None (the model's default, `utils.precision.default_policy()`: bf16 on a CPU
+    with native bf16), `"auto"` or a policy name. A `.keras` file saved with an explicit
+    policy keeps it (a warning says so when `dtype` asks for another).
+    """
     import keras
 
     from keras_bert_zoo.weights import loading
 
     if str(model).endswith(".keras"):
         _task_class("BertClassifier")  # registers the task classes before deserializing
-        return keras.saving.load_model(model, safe_mode=True)
+        return _load_keras_file(model, dtype)
     task = loading.read_task_config(model).get("task")
     if not task:
         raise ValueError(
             f"`model` must be a task preset (written by task.save_to_preset) or a .keras file. "
             f"Received: {model!r}, which holds no task. Fine-tune and save the task first."
         )
-    return _task_class(task["class_name"]).from_preset(model)
+    return _task_class(task["class_name"]).from_preset(model, dtype=dtype)
+
+
+def _load_keras_file(path, dtype):
+    """`keras.saving.load_model`; a policy saved as "pick on loading" (None) takes `dtype`."""
+    import warnings
+
+    import keras
+
+    from keras_bert_zoo.utils import precision
+
+    if dtype is None:
+        return keras.saving.load_model(path, safe_mode=True)
+    wanted = precision.resolve_precision(dtype)
+    saved = os.environ.get(precision.ENV)
+    os.environ[precision.ENV] = wanted  # what `default_policy()` picks while loading
+    try:
+        task = keras.saving.load_model(path, safe_mode=True)
+    finally:
+        if saved is None:
+            os.environ.pop(precision.ENV, None)
+        else:
+            os.environ[precision.ENV] = saved
+    got = task.backbone.dtype_policy.name
+    if got != wanted:
+        warnings.warn(f"{path!r} was saved with dtype={got!r}, which it keeps; dtype={dtype!r} applies to "
+                      f"models saved without one (and to presets).", stacklevel=3)
+    return task
 
 
 def serving_function(model, text_inputs=None):

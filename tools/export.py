@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tools._startup import import_tensorflow  # noqa: E402
 
 SIGNATURES = ("text", "ids", "examples")
+PRECISION_CHOICES = ("auto", "float32", "mixed_bfloat16", "mixed_float16")  # utils.precision (a test keeps them equal)
 QUANTIZE_MODES = ("int8",)  # keras_bert_zoo.utils.quantization.MODES (a test keeps them equal)
 
 
@@ -34,6 +35,11 @@ def build_parser():
     p.add_argument("--signatures", nargs="+", choices=SIGNATURES, default=list(SIGNATURES))
     p.add_argument("--text-inputs", nargs="+", metavar="NAME",
                    help="classifier input names: one (default: text) or two for pairs (text_a text_b)")
+    # float32 by default: a SavedModel's graph keeps its precision, and bf16 graphs run slower than
+    # float32 on a serving CPU without native bf16 (and no faster at batch 1 on one with it).
+    p.add_argument("--precision", choices=PRECISION_CHOICES, default="float32",
+                   help="float policy of the exported graph (default float32, portable); auto: mixed_bfloat16 "
+                   "where this machine has native bf16 (AVX512-BF16/AMX) or a GPU/TPU")
     p.add_argument("--quantize", choices=QUANTIZE_MODES,
                    help="quantise the task before exporting (int8 weights and activations)")
     return p
@@ -47,7 +53,7 @@ def main(argv=None):
     from keras_bert_zoo.export import export
     from keras_bert_zoo.export_client import load_task
 
-    task = load_task(args.model)
+    task = load_task(args.model, dtype=args.precision)
     if args.quantize:
         task.quantize(args.quantize)
     path = export(task, args.output, signatures=tuple(args.signatures), text_inputs=args.text_inputs)

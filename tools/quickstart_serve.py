@@ -44,7 +44,10 @@ def serve(args, run, finetuning=None):
     client = subprocess.Popen([sys.executable, CLIENT, "-"], env=env, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        path = export(BertClassifier.from_preset(finetuning[best]["preset"]), run("export", "1"))
+        # In the policy it was fine-tuned and scored in (a preset does not keep one; without
+        # `dtype` it would pick bf16 on a bf16 CPU): the served answers are the scored model's.
+        model = BertClassifier.from_preset(finetuning[best]["preset"], dtype=args.finetune_precision)
+        path = export(model, run("export", "1"))
         # Held-out text: dev rows the model was scored on, not trained on.
         texts, labels = read_glue("sst2", os.path.join(run("finetune", "data", "dev.tsv")))
         request = {"texts": list(texts[: args.serve_examples]),

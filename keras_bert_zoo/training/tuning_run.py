@@ -81,14 +81,17 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
                       {"task": config.task, "preset": config.preset, "objective": objective, "grid": grid,
                        "restarts": restarts, "trials": rows, "best": best})
     if export is not None:
-        export = export_best(kind, best_preset, export)
+        export = export_best(kind, best_preset, export, dtype=config.precision)
     return {"objective": objective, "trials": rows, "best": best, "output_dir": config.output_dir,
             "export": export}
 
 
-def export_best(kind, preset, path):
-    """Exports the best trial's task, reloaded from its preset, as a SavedModel at `path`."""
+def export_best(kind, preset, path, dtype=None):
+    """Exports the best trial's task, reloaded from its preset, as a SavedModel at `path`.
+
+    `dtype`: the policy the trials ran in (a preset keeps none; without it a bf16 CPU would
+    export bf16 graphs of a model scored in float32)."""
     from keras_bert_zoo.export import export
 
-    task = kind.task_class.from_preset(preset)  # the preset keeps the casing the search tokenized with
+    task = kind.task_class.from_preset(preset, dtype=dtype)  # the preset keeps the casing the search tokenized with
     return export(task, path, text_inputs=kind.text_inputs)

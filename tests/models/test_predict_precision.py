@@ -96,3 +96,40 @@ def test_a_global_policy_other_than_float32_is_the_users_choice(monkeypatch):
     assert tiny_classifier().backbone.dtype_policy.name == "mixed_float16"
     with pytest.raises(ValueError, match="`dtype` must be a float dtype policy.*'int8'"):
         tiny_classifier(dtype="int8")
+
+
+def test_export_loads_presets_and_keras_files_in_the_policy_asked(monkeypatch, tmp_path):
+    import importlib
+    import os
+
+    import keras
+
+    from keras_bert_zoo.export_client import load_task
+    from tools import export as export_tool
+
+    assert export_tool.PRECISION_CHOICES == (precision_lib.AUTO,) + precision_lib.PRECISIONS
+    _bf16_cpu(monkeypatch, native=True)
+    task = tiny_classifier()  # mixed_bfloat16 here, saved as "pick on loading"
+    task.save_to_preset(str(tmp_path / "preset"))
+    task.save(tmp_path / "task.keras")
+    pinned = tiny_classifier(dtype="mixed_bfloat16")
+    pinned.save(tmp_path / "pinned.keras")
+
+    def policy(model, dtype=None):
+        return load_task(str(model), dtype=dtype).backbone.dtype_policy.name
+
+    for model in (tmp_path / "preset", tmp_path / "task.keras"):
+        assert policy(model) == "mixed_bfloat16"
+        assert policy(model, "float32") == "float32"
+    assert precision_lib.ENV not in os.environ  # the override was only for loading
+    with pytest.warns(UserWarning, match="saved with dtype='mixed_bfloat16', which it keeps"):
+        assert policy(tmp_path / "pinned.keras", "float32") == "mixed_bfloat16"
+
+    # tools/export.py writes float32 graphs unless asked (a bf16 graph is slow on a CPU without bf16).
+    exported = []
+    export_module = importlib.import_module("keras_bert_zoo.export")  # the package's `export` is the function
+    monkeypatch.setattr(export_module, "export", lambda task, path, **kw: exported.append(task) or path)
+    export_tool.main(["--model", str(tmp_path / "preset"), "--output", str(tmp_path / "out")])
+    export_tool.main(["--model", str(tmp_path / "preset"), "--output", str(tmp_path / "out"), "--precision", "auto"])
+    assert [t.backbone.dtype_policy.name for t in exported] == ["float32", "mixed_bfloat16"]
+    keras.utils.clear_session()
