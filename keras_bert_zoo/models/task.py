@@ -264,6 +264,12 @@ class Task(RawTextInputs, keras.Model):
             x, y, sample_weight, batch_size = prepared[0], None, None, None
         return super().evaluate(x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
 
+    def predict_step(self, data):
+        # Float outputs leave the step as float32: a MultiWorkerMirroredStrategy gathers them with
+        # collective ops that take no bfloat16 (a bf16 model's predict failed there), and users get
+        # float32 from `predict` whatever the policy.
+        return task_predict.widen_in_graph(super().predict_step(data))
+
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, precision=None):
         """`keras.Model.predict` on raw text (sorted by length, returned in input order) or ids.
 

@@ -62,6 +62,19 @@ def _concatenate_padded(parts):
     return np.concatenate(padded, axis=0)
 
 
+def widen_in_graph(outputs):
+    """`predict_step`'s bf16/fp16 output tensors cast to float32 (ragged ones are left as they are)."""
+    def widen(output):
+        dtype = getattr(output, "dtype", None)
+        if dtype is None or isinstance(output, tf.RaggedTensor):
+            return output
+        if keras.backend.standardize_dtype(dtype) in ("bfloat16", "float16"):
+            return keras.ops.cast(output, "float32")
+        return output
+
+    return keras.tree.map_structure(widen, outputs)
+
+
 def as_float32(outputs):
     """Half-precision outputs (bf16/fp16 under a mixed policy) as float32 NumPy arrays:
     what a user's NumPy, SciPy or scikit-learn code takes."""
