@@ -61,6 +61,75 @@ def test_stages_and_labelled_data_flags():
             quickstart.parse_args(bad)
 
 
+def _recipe_args(**overrides):
+    args = quickstart.parse_args(["--tiny"])
+    args.finetune_precision = "float32"
+    for key, value in overrides.items():
+        setattr(args, key, value)
+    return args
+
+
+def _tsv_files(tmp_path):
+    for split in ("train", "dev"):
+        (tmp_path / f"{split}.tsv").write_text("sentence\tlabel\ngood\t1\n", encoding="utf-8")
+    return {"train_file": str(tmp_path / "train.tsv"), "dev_file": str(tmp_path / "dev.tsv")}
+
+
+def test_background_run_gets_the_in_process_recipe(tmp_path):
+    """The real-weights run in its own process (tools/finetune.py) is configured exactly as the
+    two in-process runs: its flags parse back to the same FinetuningConfig."""
+    from tools import finetune as finetune_cli
+    from tools import quickstart_finetune as qf
+    from keras_bert_zoo.training.finetuning_run import FinetuningConfig
+
+    args = _recipe_args(finetune_learning_rate=3.1e-5, finetune_seq_length=48)
+    data = _tsv_files(tmp_path)
+    run = stages.RunDir(str(tmp_path / "run"))
+    for lowercase in (True, False, None):
+        config = qf._config(args, run, data, "real_pretrained", str(tmp_path / "preset"), lowercase)
+        parsed = vars(finetune_cli.build_parser().parse_args(qf.cli_flags(config)))
+        given = {k: v for k, v in parsed.items() if v is not None and k not in ("no_progress", "skip_malformed")}
+        assert FinetuningConfig(**given, progress=not parsed["no_progress"]) == config
+        assert config.learning_rate == 3.1e-5 and config.sequence_length == 48 and config.lowercase is lowercase
+
+
+def _fake_cli(tmp_path, monkeypatch, body):
+    from tools import quickstart_finetune as qf
+
+    script = tmp_path / "fake_finetune.py"
+    script.write_text("import sys, time\n" + body + "\n", encoding="utf-8")
+    monkeypatch.setattr(qf, "FINETUNE_CLI", str(script))
+    return qf
+
+
+def test_background_run_failure_names_its_log(tmp_path, monkeypatch):
+    qf = _fake_cli(tmp_path, monkeypatch, "print('loading the preset failed: no such file'); sys.exit(3)")
+    args = _recipe_args()
+    config = qf._config(args, stages.RunDir(str(tmp_path)), _tsv_files(tmp_path), "real_pretrained", "preset", True)
+    os.makedirs(config.output_dir)
+    stale = os.path.join(config.output_dir, "results.json")
+    open(stale, "w").write('{"dev": {"accuracy": 0.99}}')  # an earlier run's: never read as this one's
+    background = qf.BackgroundRun("real_pretrained", config, str(tmp_path / "real.log"))
+    assert not os.path.exists(stale)
+    with pytest.raises(RuntimeError, match=r"(?s)real_pretrained.*exit code 3.*real\.log.*no such file"):
+        background.results()
+
+
+def test_background_run_is_stopped_when_the_main_process_fails(tmp_path, monkeypatch):
+    qf = _fake_cli(tmp_path, monkeypatch, "time.sleep(120)")
+    data = dict(_tsv_files(tmp_path), majority_accuracy=0.5, majority_label=1, train_examples=1, dev_examples=1,
+                source="test")
+    monkeypatch.setattr(qf, "labelled_data", lambda args, run: data)
+    args = _recipe_args(real_preset=str(tmp_path))
+    run = stages.RunDir(str(tmp_path / "run"))
+    stage2 = qf.Stage2(args, run)
+    process = stage2.background.process
+    assert process.poll() is None
+    with pytest.raises(ValueError, match="no_such_preset"):  # stage 2 fails before the background run ends
+        stage2.finetune(str(tmp_path / "no_such_preset"))
+    assert process.poll() is not None  # killed, not left running
+
+
 NOUNS = ("river stone forest castle engine planet violin garden harbor desert market bridge "
          "island tunnel museum kitchen glacier valley temple orchard canyon meadow factory "
          "lantern").split()
@@ -154,12 +223,18 @@ def _check_finetuning(run, finetuning):
     assert len(dev_rows) == 1 + finetuning["dev_examples"] == 1 + quickstart.TINY["dev_examples"]
     labels = np.array([int(r.rsplit("\t", 1)[1]) for r in dev_rows[1:]])
     assert finetuning["majority_accuracy"] == pytest.approx(np.mean(labels == finetuning["majority_label"]))
+    served = max(("real_pretrained", "our_pretrained", "random_init"), key=lambda n: finetuning[n]["dev_accuracy"])
     for name in ("real_pretrained", "our_pretrained", "random_init"):
         results = json.load(open(run / "finetune" / name / "results.json"))
         assert finetuning[name]["dev_accuracy"] == results["dev"]["accuracy"]
         assert results["train_examples"] == finetuning["train_examples"]
-        assert BertClassifier.from_preset(finetuning[name]["preset"]).num_classes == 2
+        task = json.load(open(os.path.join(finetuning[name]["preset"], "config.json")))["task"]
+        assert task["class_name"] == "BertClassifier" and task["config"]["num_classes"] == 2
+        if name != served:  # the served one was reloaded and exported by stage 3
+            assert BertClassifier.from_preset(finetuning[name]["preset"]).num_classes == 2
         assert any(n.startswith("events.out") for n in os.listdir(run / "tensorboard" / "finetune" / name))
+    # (a) ran in its own process (tools/finetune.py, same recipe) while stage 1 trained.
+    assert "sst2: dev accuracy=" in (run / "finetune" / "real_pretrained.log").read_text()
     # (b) and (c): one architecture and vocabulary, different weights.
     ours, _ = read_preset_tensors(str(run / "preset"))
     fresh, _ = read_preset_tensors(finetuning["random_init"]["start_preset"])
