@@ -99,14 +99,21 @@ def build_parser():
     return p
 
 
+def finetuning_config(args):
+    """The `FinetuningConfig` of parsed flags: a flag left out takes the config's default."""
+    from keras_bert_zoo.training.finetuning_run import FinetuningConfig
+
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("no_progress", "skip_malformed")}
+    return FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
     # TensorFlow is imported only now, after the flags parsed.
-    from keras_bert_zoo.training.finetuning_run import FinetuningConfig, run_finetuning
+    from keras_bert_zoo.training.finetuning_run import run_finetuning
 
-    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("no_progress", "skip_malformed")}
-    config = FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
+    config = finetuning_config(args)
     results = run_finetuning(config)
     dev = " ".join(f"{k}={v:.4f}" if v is not None else f"{k}=n/a" for k, v in results["dev"].items())
     print(f"{results['task']}: dev {dev}; {results['train_examples']} training examples, "

@@ -14,8 +14,8 @@ Stages (`--stages`, each a call into keras_bert_zoo):
 2. finetune: sentence polarity (Rotten Tomatoes snippets, or `--train-file`/`--dev-file` in
    SST-2's layout) fine-tuned from real pretrained weights, from stage 1's preset and
    from random weights, one recipe; dev accuracy against the majority class. The real
-   weights' run needs nothing from stage 1: it runs in a background process
-   (`tools/finetune.py`) from the start, while stage 1 and the other two run here.
+   weights' run needs nothing from stage 1: it runs in a child process (`tools/finetune.py`),
+   alongside stage 1 with `--overlap` (the default with `--tiny`), else after the other two.
 3. serve: export the best fine-tuned model as a SavedModel; a fresh process with only
    TensorFlow and tensorflow-text classifies held-out sentences given as raw strings.
 Everything lands in `runs/<name>/`.
@@ -132,8 +132,13 @@ def parse_args(argv=None):
                    "timed for the served throughput.")
     p.add_argument("--tiny", action="store_true", help="A seconds-long run (for tests): 2 layers, "
                    "hidden 256, a few articles; explicit flags still override.")
+    p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=None, help="Fine-tune the real "
+                   "weights in a child process alongside stage 1 (default: with --tiny, whose stage 1 leaves a core "
+                   "idle; a full-size stage 1 keeps both busy, and overlapping it made `make demo` slower).")
     p.add_argument("--no-progress", action="store_true", help="No progress bars.")
     args = p.parse_args(argv)
+    if args.overlap is None:
+        args.overlap = args.tiny
     if args.tiny:
         defaults = p.parse_args([])
         for key, value in TINY.items():
@@ -219,10 +224,12 @@ def main(argv=None):
     summary.update({"args": vars(args), "stages": list(args.stages), "seconds": dict(summary.get("seconds", {})),
                     "cpu_seconds": dict(summary.get("cpu_seconds", {})), "load_average_start": load})
     stage2 = None
-    if "finetune" in args.stages:  # its real-weights run needs nothing from stage 1: it starts now
+    if "finetune" in args.stages:
         from tools.quickstart_finetune import Stage2
 
         stage2 = Stage2(args, run)
+        if args.overlap:  # the real weights' fine-tune needs nothing from stage 1
+            stage2.start()
     try:
         for name in STAGES:
             if name in args.stages:

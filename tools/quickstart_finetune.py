@@ -8,14 +8,19 @@ is fine-tuned three ways with the same recipe and budget, each through the libra
 
 Dev accuracy is compared with the majority class (the training set's most frequent label).
 
-`Stage2` runs `real_pretrained`, which needs nothing from stage 1, in a background process
-(`tools/finetune.py`, the same config) from the start, while stage 1 and then the other two
-fine-tunes run here: on 2 cores much of stage 1 and of the tiny runs is single-threaded
-(tracing graphs, Python), so the overlap puts the idle core to work. (Running `random_init`
-in the background too, from when stage 1's vocabulary exists, was slower: on 2 cores a third
-TensorFlow process costs its import and contends for compute more than it saves: `--tiny`
-took 74-76 s against 58-65 s, 60-69 s with one thread per background process.) Each run is
-seeded as if alone; only its timings feel the other.
+`Stage2` runs `real_pretrained`, which needs nothing from stage 1, in a child process
+(`tools/finetune.py`, the same config). With `--overlap` (the default with `--tiny`) it starts
+at the beginning and trains while stage 1 and the other two fine-tunes run here: a tiny stage
+1 is mostly single-threaded (tracing graphs, Python), so the overlap puts the idle core to work
+(the tiny end-to-end test: 65 s before, 44-68 s after, ~55 typical). The full-size stage 1 keeps
+both cores busy: overlapped, `make demo` took 10 min 37 s on 3 December (stage 1 461 s:
+BERT-Mini at 2.2 steps/s while the fine-tune ran, 3.0 after), so there it starts after the
+other two. Measured without gain when tiny (quickstart.main's seconds; the cores are the
+limit, and moving work does not remove it): `random_init` in a child process too, from when
+stage 1's vocabulary exists (74-76 s against 58-65 s; 60-69 s with one thread per child);
+the child exporting its model for stage 3, with the serving process started during stage 2
+(52 and 62 s against 44 and 59 s, interleaved); one thread for the child (61 and 69 s against
+66 and 63 s). Each run is seeded as if alone; only its timings feel the other.
 """
 
 import json
@@ -150,10 +155,10 @@ class BackgroundRun:
         os.makedirs(os.path.dirname(log_path), exist_ok=True)
         results = os.path.join(config.output_dir, "results.json")
         if os.path.exists(results):
-            os.remove(results)  # an earlier run's figures are never read as this one's
+            os.remove(results)  # an earlier run's figures are never taken for this one's
         with open(log_path, "w", encoding="utf-8") as log:
-            self.process = subprocess.Popen([sys.executable, FINETUNE_CLI] + cli_flags(config), stdin=subprocess.DEVNULL,
-                                            stdout=log, stderr=subprocess.STDOUT,
+            self.process = subprocess.Popen([sys.executable, FINETUNE_CLI] + cli_flags(config),
+                                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
 
     def results(self):
@@ -175,23 +180,28 @@ class BackgroundRun:
 
 
 class Stage2:
-    """Stage 2's three fine-tunes, one recipe. Creating it writes the labelled data and starts
-    `real_pretrained` in the background; `finetune` runs the other two here and collects all
-    three. `stop()` it if `finetune` is not reached: the background run is killed."""
+    """Stage 2's three fine-tunes, one recipe. Creating it writes the labelled data; `start()`
+    starts `real_pretrained` in its own process (early, to overlap stage 1); `finetune` runs
+    the other two here, starts `real_pretrained` if not started, and collects all three.
+    `stop()` it if `finetune` is not reached: the child process is killed."""
 
     def __init__(self, args, run):
-        self.args, self.run = args, run
+        self.args, self.run, self.background = args, run, None
         self.data = labelled_data(args, run)
-        config = _config(args, run, self.data, "real_pretrained", args.real_preset or real_preset_path(),
-                         args.real_lowercase)
-        self.background = BackgroundRun("real_pretrained", config, run("finetune", "real_pretrained.log"))
+        self.real_preset = args.real_preset or real_preset_path()  # missing: an error now, not after stage 1
+
+    def start(self):
+        """Starts `real_pretrained` in its own process."""
+        config = _config(self.args, self.run, self.data, "real_pretrained", self.real_preset, self.args.real_lowercase)
+        self.background = BackgroundRun("real_pretrained", config, self.run("finetune", "real_pretrained.log"))
 
     def stop(self):
-        self.background.stop()
+        if self.background is not None:
+            self.background.stop()
 
     def finetune(self, our_preset):
         """Fine-tunes `our_preset` and random weights of its architecture here, then collects
-        the background run; returns the summary's `finetuning` block."""
+        `real_pretrained`; returns the summary's `finetuning` block."""
         from keras_bert_zoo.training.finetuning_run import run_finetuning
         from keras_bert_zoo.weights.loading import get_preset_vocabulary
         from keras_bert_zoo.weights.preset_config import get_preset_config
@@ -204,10 +214,12 @@ class Stage2:
                                                            learning_rate=args.finetune_learning_rate,
                                                            sequence_length=args.finetune_seq_length, seed=args.seed)}
         try:
-            for name in ("our_pretrained", "random_init", "real_pretrained"):  # the background one last
+            for name in ("our_pretrained", "random_init", "real_pretrained"):  # the child process's last
                 if name == "real_pretrained":
-                    preset, where = self.background.config.preset, ", in the background"
-                    results = self.background.results()
+                    where = ", in its own process" + (" alongside stage 1" if self.background else "")
+                    if self.background is None:
+                        self.start()
+                    preset, results = self.background.config.preset, self.background.results()
                 else:
                     preset, where = our_preset, ""
                     if name == "random_init":  # stage 1's architecture and vocabulary, fresh weights

@@ -55,6 +55,8 @@ def test_stages_and_labelled_data_flags():
     assert quickstart.parse_args([]).time_budget is None  # a fixed number of steps, whatever the load
     defaults = quickstart.parse_args([])
     assert (defaults.precision, defaults.finetune_precision) == ("auto", "float32")
+    assert not defaults.overlap and quickstart.parse_args(["--tiny"]).overlap  # a tiny stage 1 leaves a core idle
+    assert not quickstart.parse_args(["--tiny", "--no-overlap"]).overlap and quickstart.parse_args(["--overlap"]).overlap
     for bad in (["--stages", "pretrain,deploy"], ["--stages", ","], ["--train-file", "a.tsv"],
                 ["--train-examples", "0"], ["--precision", "bfloat16"], ["--throughput-examples", "0"]):
         with pytest.raises(SystemExit):
@@ -80,16 +82,12 @@ def test_background_run_gets_the_in_process_recipe(tmp_path):
     two in-process runs: its flags parse back to the same FinetuningConfig."""
     from tools import finetune as finetune_cli
     from tools import quickstart_finetune as qf
-    from keras_bert_zoo.training.finetuning_run import FinetuningConfig
-
     args = _recipe_args(finetune_learning_rate=3.1e-5, finetune_seq_length=48)
     data = _tsv_files(tmp_path)
     run = stages.RunDir(str(tmp_path / "run"))
     for lowercase in (True, False, None):
         config = qf._config(args, run, data, "real_pretrained", str(tmp_path / "preset"), lowercase)
-        parsed = vars(finetune_cli.build_parser().parse_args(qf.cli_flags(config)))
-        given = {k: v for k, v in parsed.items() if v is not None and k not in ("no_progress", "skip_malformed")}
-        assert FinetuningConfig(**given, progress=not parsed["no_progress"]) == config
+        assert finetune_cli.finetuning_config(finetune_cli.build_parser().parse_args(qf.cli_flags(config))) == config
         assert config.learning_rate == 3.1e-5 and config.sequence_length == 48 and config.lowercase is lowercase
 
 
@@ -123,11 +121,47 @@ def test_background_run_is_stopped_when_the_main_process_fails(tmp_path, monkeyp
     args = _recipe_args(real_preset=str(tmp_path))
     run = stages.RunDir(str(tmp_path / "run"))
     stage2 = qf.Stage2(args, run)
+    stage2.start()
     process = stage2.background.process
     assert process.poll() is None
     with pytest.raises(ValueError, match="no_such_preset"):  # stage 2 fails before the background run ends
         stage2.finetune(str(tmp_path / "no_such_preset"))
     assert process.poll() is not None  # killed, not left running
+
+
+def test_without_overlap_the_real_weights_run_starts_after_the_other_two(tmp_path, monkeypatch):
+    """`make demo`'s order (full size: no --overlap): our_pretrained and random_init here, then
+    real_pretrained in its own process, whose figures reach the block."""
+    import keras_bert_zoo.training.finetuning_run as finetuning_run
+    from keras_bert_zoo.models.bert_backbone import BertBackbone
+    from keras_bert_zoo.weights.loading import save_to_preset
+
+    fake = ("import json, os\nout = sys.argv[sys.argv.index('--output-dir') + 1]\nos.makedirs(out, exist_ok=True)\n"
+            "json.dump(dict(dev={'accuracy': 0.75}, dev_per_epoch=[dict(epoch=1, accuracy=0.75)], epochs=1, "
+            "train_seconds=1.0, seconds=2.0, train_examples_per_second=9.0), open(os.path.join(out, 'results.json'), 'w'))")
+    qf = _fake_cli(tmp_path, monkeypatch, fake)
+    order = []
+
+    def fake_run(config):
+        assert qf_stage2.background is None  # the child process starts only after these two
+        order.append(os.path.basename(config.output_dir))
+        return dict(dev={"accuracy": 0.5}, dev_per_epoch=[dict(epoch=1, accuracy=0.5)], epochs=1,
+                    train_seconds=1.0, seconds=2.0, train_examples_per_second=9.0)
+
+    monkeypatch.setattr(finetuning_run, "run_finetuning", fake_run)
+    data = dict(_tsv_files(tmp_path), majority_accuracy=0.5, majority_label=1, train_examples=1, dev_examples=1,
+                source="test")
+    monkeypatch.setattr(qf, "labelled_data", lambda args, run: data)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
+    ours = save_to_preset(BertBackbone(vocabulary_size=7, num_layers=1, num_heads=1, hidden_dim=8, intermediate_dim=8,
+                                       max_sequence_length=8), str(tmp_path / "ours"), vocabulary=tokens)
+    args = _recipe_args(real_preset=str(tmp_path), overlap=False)
+    run = stages.RunDir(str(tmp_path / "run"))
+    qf_stage2 = qf.Stage2(args, run)
+    block = qf_stage2.finetune(ours)
+    assert order == ["our_pretrained", "random_init"]
+    assert block["real_pretrained"]["dev_accuracy"] == 0.75 and block["our_pretrained"]["dev_accuracy"] == 0.5
+    assert qf_stage2.background.process.poll() == 0
 
 
 NOUNS = ("river stone forest castle engine planet violin garden harbor desert market bridge "
