@@ -15,7 +15,7 @@ Stages (`--stages`, each a call into keras_bert_zoo):
    SST-2's layout) fine-tuned from real pretrained weights, from stage 1's preset and
    from random weights, one recipe; dev accuracy against the majority class. The real
    weights' run needs nothing from stage 1: it runs in a child process (`tools/finetune.py`),
-   alongside stage 1 with `--overlap` (the default with `--tiny`), else after the other two.
+   alongside stage 1 (`--no-overlap`: after the other two).
 3. serve: export the best fine-tuned model as a SavedModel; a fresh process with only
    TensorFlow and tensorflow-text classifies held-out sentences given as raw strings.
 Everything lands in `runs/<name>/`.
@@ -132,13 +132,11 @@ def parse_args(argv=None):
                    "timed for the served throughput.")
     p.add_argument("--tiny", action="store_true", help="A seconds-long run (for tests): 2 layers, "
                    "hidden 256, a few articles; explicit flags still override.")
-    p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=None, help="Fine-tune the real "
-                   "weights in a child process alongside stage 1 (default: with --tiny, whose stage 1 leaves a core "
-                   "idle; a full-size stage 1 keeps both busy, and overlapping it made `make demo` slower).")
+    p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True, help="Fine-tune the real "
+                   "weights in a child process alongside stage 1 (default; --no-overlap: after the other two, "
+                   "so that each stage's timings are its own).")
     p.add_argument("--no-progress", action="store_true", help="No progress bars.")
     args = p.parse_args(argv)
-    if args.overlap is None:
-        args.overlap = args.tiny
     if args.tiny:
         defaults = p.parse_args([])
         for key, value in TINY.items():

@@ -9,18 +9,19 @@ is fine-tuned three ways with the same recipe and budget, each through the libra
 Dev accuracy is compared with the majority class (the training set's most frequent label).
 
 `Stage2` runs `real_pretrained`, which needs nothing from stage 1, in a child process
-(`tools/finetune.py`, the same config). With `--overlap` (the default with `--tiny`) it starts
-at the beginning and trains while stage 1 and the other two fine-tunes run here: a tiny stage
-1 is mostly single-threaded (tracing graphs, Python), so the overlap puts the idle core to work
-(the tiny end-to-end test: 65 s before, 44-68 s after, ~55 typical). The full-size stage 1 keeps
-both cores busy: overlapped, `make demo` took 10 min 37 s on 3 December (stage 1 461 s:
-BERT-Mini at 2.2 steps/s while the fine-tune ran, 3.0 after), so there it starts after the
-other two. Measured without gain when tiny (quickstart.main's seconds; the cores are the
-limit, and moving work does not remove it): `random_init` in a child process too, from when
-stage 1's vocabulary exists (74-76 s against 58-65 s; 60-69 s with one thread per child);
-the child exporting its model for stage 3, with the serving process started during stage 2
-(52 and 62 s against 44 and 59 s, interleaved); one thread for the child (61 and 69 s against
-66 and 63 s). Each run is seeded as if alone; only its timings feel the other.
+(`tools/finetune.py`, the same config). With `--overlap` (the default) it starts at the
+beginning and trains while stage 1 and the other two fine-tunes run here; `--no-overlap`
+starts it after them. A tiny stage 1 is mostly single-threaded (tracing graphs, Python), so
+the overlap puts the idle core to work (the tiny end-to-end test: 65 s before, 44-68 s after,
+~55 typical). At full size both cores are busy and it saves little: `make demo` on 3 December,
+one slow host, 30 minutes apart: 551 s of demo overlapped (stage 1 461 s, BERT-Mini at 2.2
+steps/s while the fine-tune ran; fine-tunes 72 s) against 564 s not (stage 1 388 s; fine-tunes
+156 s). Measured without gain when tiny (quickstart.main's seconds; the cores are the limit,
+and moving work does not remove it): `random_init` in a child process too, from when stage 1's
+vocabulary exists (74-76 s against 58-65 s; 60-69 s with one thread per child); the child
+exporting its model for stage 3, with the serving process started during stage 2 (52 and 62 s
+against 44 and 59 s, interleaved); one thread for the child (61 and 69 s against 66 and 63 s).
+Each run is seeded as if alone; only its timings feel the other.
 """
 
 import json

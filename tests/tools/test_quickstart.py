@@ -55,8 +55,7 @@ def test_stages_and_labelled_data_flags():
     assert quickstart.parse_args([]).time_budget is None  # a fixed number of steps, whatever the load
     defaults = quickstart.parse_args([])
     assert (defaults.precision, defaults.finetune_precision) == ("auto", "float32")
-    assert not defaults.overlap and quickstart.parse_args(["--tiny"]).overlap  # a tiny stage 1 leaves a core idle
-    assert not quickstart.parse_args(["--tiny", "--no-overlap"]).overlap and quickstart.parse_args(["--overlap"]).overlap
+    assert defaults.overlap and not quickstart.parse_args(["--tiny", "--no-overlap"]).overlap
     for bad in (["--stages", "pretrain,deploy"], ["--stages", ","], ["--train-file", "a.tsv"],
                 ["--train-examples", "0"], ["--precision", "bfloat16"], ["--throughput-examples", "0"]):
         with pytest.raises(SystemExit):
@@ -130,8 +129,8 @@ def test_background_run_is_stopped_when_the_main_process_fails(tmp_path, monkeyp
 
 
 def test_without_overlap_the_real_weights_run_starts_after_the_other_two(tmp_path, monkeypatch):
-    """`make demo`'s order (full size: no --overlap): our_pretrained and random_init here, then
-    real_pretrained in its own process, whose figures reach the block."""
+    """--no-overlap: our_pretrained and random_init here, then real_pretrained in its own
+    process, whose figures reach the block."""
     import keras_bert_zoo.training.finetuning_run as finetuning_run
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.weights.loading import save_to_preset
