@@ -99,16 +99,16 @@ def labelled_data(args, run):
     return data
 
 
-def random_init_preset(architecture, vocabulary, directory, seed):
-    """A preset of freshly initialised weights (seeded) for `architecture` (a `BertBackbone`
-    config, `vocabulary_size` included) with `vocabulary` (a vocab.txt path or tokens)."""
+def random_init_preset(our_preset, directory, seed):
+    """`our_preset`'s architecture and vocabulary with freshly initialised weights, as a preset."""
     import keras
 
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.weights.loading import save_to_preset
+    from keras_bert_zoo.weights.loading import get_preset_vocabulary, save_to_preset
 
     keras.utils.set_random_seed(seed)
-    return save_to_preset(BertBackbone(**architecture), directory, vocabulary=vocabulary)
+    backbone = BertBackbone.from_preset(our_preset, load_weights=False)
+    return save_to_preset(backbone, directory, vocabulary=get_preset_vocabulary(our_preset))
 
 
 def _tensorboard(log_dir, results):
@@ -204,8 +204,6 @@ class Stage2:
         """Fine-tunes `our_preset` and random weights of its architecture here, then collects
         `real_pretrained`; returns the summary's `finetuning` block."""
         from keras_bert_zoo.training.finetuning_run import run_finetuning
-        from keras_bert_zoo.weights.loading import get_preset_vocabulary
-        from keras_bert_zoo.weights.preset_config import get_preset_config
 
         args, run, data = self.args, self.run, self.data
         block = {"majority_accuracy": data["majority_accuracy"], "majority_label": data["majority_label"],
@@ -215,30 +213,29 @@ class Stage2:
                                                            learning_rate=args.finetune_learning_rate,
                                                            sequence_length=args.finetune_seq_length, seed=args.seed)}
         try:
-            for name in ("our_pretrained", "random_init", "real_pretrained"):  # the child process's last
-                if name == "real_pretrained":
-                    where = ", in its own process" + (" alongside stage 1" if self.background else "")
-                    if self.background is None:
-                        self.start()
-                    preset, results = self.background.config.preset, self.background.results()
-                else:
-                    preset, where = our_preset, ""
-                    if name == "random_init":  # stage 1's architecture and vocabulary, fresh weights
-                        preset = random_init_preset(get_preset_config(our_preset), get_preset_vocabulary(our_preset),
-                                                    run("finetune", "random_init_weights"), args.seed)
-                    results = run_finetuning(_config(args, run, data, name, preset, None))
-                _tensorboard(run("tensorboard", "finetune", name), results)
-                block[name] = {"dev_accuracy": results["dev"]["accuracy"], "dev_f1": results["dev"].get("f1"),
-                               "start_preset": preset, "preset": run("finetune", name, "preset"),
-                               "train_seconds": results["train_seconds"], "seconds": results["seconds"],
-                               "train_examples_per_second": results["train_examples_per_second"]}
-                say("finetune", f"{name:15s} dev accuracy {results['dev']['accuracy']:.3f} "
-                    f"({results['train_examples_per_second']:.1f} examples/s, {results['seconds']:.0f}s in all{where})")
+            presets = {"our_pretrained": our_preset,
+                       "random_init": random_init_preset(our_preset, run("finetune", "random_init_weights"), args.seed)}
+            for name, preset in presets.items():
+                self._record(block, name, preset, run_finetuning(_config(args, run, data, name, preset, None)), "")
+            where = ", in its own process" + (" alongside stage 1" if self.background else "")
+            if self.background is None:
+                self.start()
+            self._record(block, "real_pretrained", self.real_preset, self.background.results(), where)
         finally:
             self.stop()
         block["plot"] = plot_comparison(block, run("finetuning_comparison.png"))
         print(comparison_table(block), flush=True)
         return block
+
+    def _record(self, block, name, preset, results, where):
+        """One run's figures into `block`, its TensorBoard scalars, and its line."""
+        _tensorboard(self.run("tensorboard", "finetune", name), results)
+        block[name] = {"dev_accuracy": results["dev"]["accuracy"], "dev_f1": results["dev"].get("f1"),
+                       "start_preset": preset, "preset": self.run("finetune", name, "preset"),
+                       "train_seconds": results["train_seconds"], "seconds": results["seconds"],
+                       "train_examples_per_second": results["train_examples_per_second"]}
+        say("finetune", f"{name:15s} dev accuracy {results['dev']['accuracy']:.3f} "
+            f"({results['train_examples_per_second']:.1f} examples/s, {results['seconds']:.0f}s in all{where})")
 
 
 def comparison_table(block):
