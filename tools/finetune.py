@@ -75,6 +75,8 @@ def build_parser():
     p.add_argument("--batch-size", type=int, help="global batch size; default 32")
     p.add_argument("--learning-rate", type=float, help="peak learning rate; default 5e-5")
     p.add_argument("--warmup-ratio", type=float, help="linear warm-up share of the steps; default 0.1")
+    p.add_argument("--dropout", type=float, help="dropout of the backbone and the task's head; default: the "
+                   "preset's (BERT's 0.1)")
     p.add_argument("--sequence-length", type=int, help="default 128 (SQuAD: 384, longer contexts windowed)")
     p.add_argument("--doc-stride", type=int, help="SQuAD: context tokens between window starts; default 128")
     p.add_argument("--max-query-length", type=int, help="SQuAD: question tokens kept; default 64")

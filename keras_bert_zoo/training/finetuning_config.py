@@ -63,6 +63,7 @@ class FinetuningConfig:
     batch_size: int = 32  # global batch size (summed over replicas)
     learning_rate: float = 5e-5  # peak learning rate (the paper's grid: 5e-5, 4e-5, 3e-5, 2e-5)
     warmup_ratio: float = 0.1  # share of the run's steps with linear warm-up (then linear decay to 0)
+    dropout: float = None  # dropout of the backbone and the task's head (None: the preset's; the paper's 0.1)
     sequence_length: int = None  # tokens per input, [CLS]/[SEP] included (None: 128; SQuAD 384, windowed)
     seed: int = 12345  # head initialisation, dropout and data order
     max_train_examples: int = None  # use only the first N training rows (None: all)
@@ -100,6 +101,10 @@ class FinetuningConfig:
             raise ValueError(f"{flag('learning_rate')} must be positive. Received: learning_rate={self.learning_rate!r}.")
         if not isinstance(self.warmup_ratio, (int, float)) or not 0.0 <= self.warmup_ratio <= 1.0:
             raise ValueError(f"{flag('warmup_ratio')} must be in [0, 1]. Received: warmup_ratio={self.warmup_ratio!r}.")
+        if self.dropout is not None and (isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float))
+                                         or not 0.0 <= self.dropout < 1.0):
+            raise ValueError(f"{flag('dropout')} must be in [0, 1). Received: dropout={self.dropout!r}. "
+                             "Leave it out to keep the preset's (BERT's 0.1).")
         if self.precision not in PRECISION_CHOICES:
             raise ValueError(f"{flag('precision')}: unknown precision. Received: precision={self.precision!r}. "
                              f"Use one of {PRECISION_CHOICES}.")
@@ -166,6 +171,10 @@ class FinetuningConfig:
                 raise ValueError(f"{flag(name)}: name a tfds split after 'tfds:'. Received: {name}={value!r}.")
         elif not os.path.isfile(value):
             raise ValueError(f"{flag(name)}: no such file. Received: {name}={value!r}.")
+
+    def dropout_kwargs(self):
+        """`{"dropout": rate}` for a task's `from_preset` (backbone and head), or `{}` for the preset's."""
+        return {} if self.dropout is None else {"dropout": float(self.dropout)}
 
     def is_tfds(self, name):
         """Whether the data field `name` names a tensorflow-datasets split."""

@@ -115,14 +115,15 @@ def _build_task(config, train_x):
             from keras_bert_zoo.models.bert_multiple_choice import BertMultipleChoice
 
             task = BertMultipleChoice.from_preset(config.preset, num_choices=len(train_x[1][0]),
-                                                  sequence_length=config.sequence_length, dtype=config.precision)
+                                                  sequence_length=config.sequence_length, dtype=config.precision,
+                                                  **config.dropout_kwargs())
         else:
             from keras_bert_zoo.models.bert_classifier import BertClassifier
 
             labels = glue_labels(config.task)
             task = BertClassifier.from_preset(config.preset, num_classes=len(labels) if labels else 1,
                                               labels=labels, sequence_length=config.sequence_length,
-                                              dtype=config.precision)
+                                              dtype=config.precision, **config.dropout_kwargs())
         task.compile(learning_rate=config.learning_rate, warmup_ratio=config.warmup_ratio)
     return task
 

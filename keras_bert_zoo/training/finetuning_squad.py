@@ -83,7 +83,7 @@ def _build_task(config):
                                                           "rules")}
     with get_strategy(config.strategy).scope():
         task = BertSpanExtractor.from_preset(config.preset, sequence_length=config.sequence_length,
-                                             dtype=config.precision, **settings)
+                                             dtype=config.precision, **settings, **config.dropout_kwargs())
         task.compile(learning_rate=config.learning_rate, warmup_ratio=config.warmup_ratio)
     # A preset fine-tuned on v2.0 brings its threshold; v1.1 always answers, v2.0 tunes anew.
     task.null_score_diff_threshold = None

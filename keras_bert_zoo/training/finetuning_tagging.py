@@ -114,12 +114,14 @@ def _build(config, labels, lowercase, detected):
 
             task = BertFeatureExtractor.from_preset(config.preset, labels=labels, feature=config.feature_based,
                                                     lstm_units=config.lstm_units or 768,
-                                                    sequence_length=config.sequence_length, dtype=config.precision)
+                                                    sequence_length=config.sequence_length, dtype=config.precision,
+                                                    **config.dropout_kwargs())
         else:
             from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier
 
             task = BertTokenClassifier.from_preset(config.preset, labels=labels,
-                                                   sequence_length=config.sequence_length, dtype=config.precision)
+                                                   sequence_length=config.sequence_length, dtype=config.precision,
+                                                   **config.dropout_kwargs())
             task.compile(learning_rate=config.learning_rate, warmup_ratio=config.warmup_ratio)
     if lowercase != detected:
         logger.warning("Tokenizing with lowercase=%s as asked; the preset %r read as the other casing.",

@@ -54,7 +54,7 @@ def test_sst2_run_writes_results_predictions_preset_and_submission(tmp_path, pre
     train, dev, test = _sst2(tmp_path)
     out = str(tmp_path / "run")
     results = finetune.main(_argv("sst2", train, dev, preset, out, "--test-file", test,
-                                  "--max-train-examples", "10"))
+                                  "--max-train-examples", "10", "--dropout", "0.25"))
     saved = json.load(open(os.path.join(out, "results.json")))
     assert saved == results and saved["task"] == "sst2" and saved["train_examples"] == 10
     assert set(saved["dev"]) == {"accuracy"} and len(saved["dev_per_epoch"]) == 1
@@ -68,6 +68,7 @@ def test_sst2_run_writes_results_predictions_preset_and_submission(tmp_path, pre
     assert submission[0] == "index\tprediction" and [r.split("\t")[0] for r in submission[1:]] == ["0", "1"]
     # The preset reloads into the same classifier: its predictions are the files'.
     reloaded = BertClassifier.from_preset(os.path.join(out, "preset"))
+    assert reloaded.dropout == reloaded.backbone.dropout == 0.25  # --dropout: head and backbone (preset: 0.1)
     x = read_glue("sst2", dev)[0] + read_glue("sst2", test)[0]
     class_ids = reloaded.predict(x, verbose=0).argmax(-1)
     assert [reloaded.labels[i] for i in class_ids[:4]] == [r["prediction"] for r in rows]
@@ -93,6 +94,8 @@ def test_bad_flags_are_refused_before_any_work_naming_the_flag(tmp_path, preset)
         finetune.main(_argv("sst3", train, dev, preset, out))
     with pytest.raises(ValueError, match=r"--dev-mismatched-file is MNLI's"):
         finetune.main(_argv("sst2", train, dev, preset, out, "--dev-mismatched-file", dev))
+    with pytest.raises(ValueError, match=r"--dropout must be in \[0, 1\). Received: dropout=1.0"):
+        finetune.main(_argv("sst2", train, dev, preset, out, "--dropout", "1"))
     with pytest.raises(ValueError, match=r"--epochs must be an integer >= 1"):
         finetune.main(_argv("sst2", train, dev, preset, out, "--epochs", "0"))
     with pytest.raises(ValueError, match=r"--no-lowercase contradicts the vocabulary of .* which is uncased"):

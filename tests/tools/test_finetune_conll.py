@@ -125,9 +125,10 @@ def test_fine_tuning_writes_results_conll_predictions_and_preset(tmp_path, files
 
     train, dev, preset = files
     out = str(tmp_path / "run")
-    results = finetune.main(_argv(train, dev, preset, out))
+    results = finetune.main(_argv(train, dev, preset, out, "--dropout", "0.2"))
     assert results["mode"] == "fine_tuning" and results["feature"] is None
-    _check_outputs(out, results, dev, BertTokenClassifier)
+    reloaded = _check_outputs(out, results, dev, BertTokenClassifier)
+    assert reloaded.dropout == reloaded.backbone.dropout == 0.2  # --dropout: head and backbone
 
 
 def test_feature_based_run_trains_the_tagger_on_frozen_features(tmp_path, files):

@@ -93,7 +93,8 @@ def test_squad1_run_writes_official_predictions_metrics_and_a_preset_that_reload
     train = _squad_json(tmp_path / "train-v1.1.json", "1.1")
     dev_file = _squad_json(tmp_path / "dev-v1.1.json", "1.1", keep=lambda i: i < 1)
     out = str(tmp_path / "run1")
-    results = finetune.main(_argv("squad1", train, dev_file, preset, out, *FLAGS, "--max-train-examples", "8"))
+    results = finetune.main(_argv("squad1", train, dev_file, preset, out, *FLAGS, "--max-train-examples", "8",
+                                  "--dropout", "0.2"))
     assert json.load(open(os.path.join(out, "results.json"))) == results
     assert set(results["dev"]) == {"exact_match", "f1"} and results["train_examples"] == 8
     # Passages longer than one 48-token window are windowed, not truncated.
@@ -110,6 +111,7 @@ def test_squad1_run_writes_official_predictions_metrics_and_a_preset_that_reload
     assert answers["answer_text"].tolist() == list(predictions.values())
     assert (task.preprocessor.sequence_length, task.preprocessor.doc_stride, task.preprocessor.max_query_length,
             task.max_answer_length, task.null_score_diff_threshold) == (48, 16, 12, 8, None)
+    assert task.backbone.dropout == 0.2  # --dropout (the preset's: 0.1)
 
 
 def test_squad2_run_tunes_the_null_threshold_and_the_preset_keeps_it(tmp_path, preset):
