@@ -36,7 +36,7 @@ from tools.quickstart_stages import say
 VARIANTS = ("real_pretrained", "our_pretrained", "random_init")
 FINETUNE_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "finetune.py")
 # The FinetuningConfig fields the recipe sets: passed in-process, or as tools/finetune.py's flags.
-RECIPE_FIELDS = ("epochs", "batch_size", "learning_rate", "sequence_length", "seed", "precision")
+RECIPE_FIELDS = ("epochs", "batch_size", "learning_rate", "sequence_length", "dropout", "seed", "precision")
 
 
 def real_preset_path():
@@ -133,7 +133,8 @@ def _config(args, run, data, name, preset, lowercase):
         "sst2", data["train_file"], data["dev_file"], preset, run("finetune", name),
         epochs=args.finetune_epochs, batch_size=args.finetune_batch_size,
         learning_rate=args.finetune_learning_rate, sequence_length=args.finetune_seq_length,
-        seed=args.seed, lowercase=lowercase, progress=False, precision=args.finetune_precision)
+        dropout=args.finetune_dropout, seed=args.seed, lowercase=lowercase, progress=False,
+        precision=args.finetune_precision)
 
 
 def cli_flags(config):
@@ -141,8 +142,9 @@ def cli_flags(config):
     flags = ["--task", config.task, "--train-file", config.train_file, "--dev-file", config.dev_file,
              "--preset", config.preset, "--output-dir", config.output_dir, "--no-progress"]
     for field in RECIPE_FIELDS:
-        flags += [f"--{field.replace('_', '-')}", repr(getattr(config, field)) if field == "learning_rate"
-                  else str(getattr(config, field))]
+        value = getattr(config, field)
+        if value is not None:
+            flags += [f"--{field.replace('_', '-')}", repr(value) if isinstance(value, float) else str(value)]
     if config.lowercase is not None:
         flags.append("--lowercase" if config.lowercase else "--no-lowercase")
     return flags
@@ -211,7 +213,8 @@ class Stage2:
                  "source": data["source"], "recipe": dict(epochs=args.finetune_epochs,
                                                            batch_size=args.finetune_batch_size,
                                                            learning_rate=args.finetune_learning_rate,
-                                                           sequence_length=args.finetune_seq_length, seed=args.seed)}
+                                                           sequence_length=args.finetune_seq_length,
+                                                           dropout=args.finetune_dropout, seed=args.seed)}
         try:
             presets = {"our_pretrained": our_preset,
                        "random_init": random_init_preset(our_preset, run("finetune", "random_init_weights"), args.seed)}

@@ -140,8 +140,9 @@ def model_size(args):
         # gain is ~(0.02·√H)², so at H ≤ 128 context barely reaches the output and
         # training sits on the unigram plateau for thousands of steps.
         return dict(num_layers=2, num_heads=4, hidden_dim=256, intermediate_dim=512,
-                    max_sequence_length=max(args.seq_length, 64))
-    return {k: v for k, v in get_preset_config(args.size).items() if k != "vocabulary_size"}
+                    max_sequence_length=max(args.seq_length, 64), dropout=args.dropout)
+    return dict({k: v for k, v in get_preset_config(args.size).items() if k != "vocabulary_size"},
+                dropout=args.dropout)
 
 
 def pretrain(args, run, corpus, vocab_path):
@@ -159,7 +160,9 @@ def pretrain(args, run, corpus, vocab_path):
         vocabulary=vocab_path, size=model_size(args), steps=args.steps,
         warmup_steps=max(1, int(args.warmup_fraction * args.steps)), batch_size=args.batch_size,
         learning_rate=args.learning_rate, sequence_length=args.seq_length, max_predictions=args.max_predictions,
-        save_every=min(args.eval_every, args.steps), log_dir=run("tensorboard"),
+        # One checkpoint, at the end: a demo run starts over (above), so saving more often
+        # (model, optimizer and input position, ~1 s each) would only cost time.
+        save_every=args.steps, log_dir=run("tensorboard"),
         eval_every=min(args.eval_every, args.steps), eval_batches=args.eval_batches, seed=args.seed,
         progress=False, time_budget=args.time_budget, precision=args.precision)
     bar = progress_bar_callback(args.steps, enabled=not args.no_progress)

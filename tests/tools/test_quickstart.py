@@ -81,13 +81,14 @@ def test_background_run_gets_the_in_process_recipe(tmp_path):
     two in-process runs: its flags parse back to the same FinetuningConfig."""
     from tools import finetune as finetune_cli
     from tools import quickstart_finetune as qf
-    args = _recipe_args(finetune_learning_rate=3.1e-5, finetune_seq_length=48)
+    args = _recipe_args(finetune_learning_rate=3.1e-5, finetune_seq_length=48, finetune_dropout=0.15)
     data = _tsv_files(tmp_path)
     run = stages.RunDir(str(tmp_path / "run"))
     for lowercase in (True, False, None):
         config = qf._config(args, run, data, "real_pretrained", str(tmp_path / "preset"), lowercase)
         assert finetune_cli.finetuning_config(finetune_cli.build_parser().parse_args(qf.cli_flags(config))) == config
         assert config.learning_rate == 3.1e-5 and config.sequence_length == 48 and config.lowercase is lowercase
+        assert config.dropout == 0.15
 
 
 def _fake_cli(tmp_path, monkeypatch, body):
@@ -261,14 +262,18 @@ def _check_finetuning(run, finetuning):
         results = json.load(open(run / "finetune" / name / "results.json"))
         assert finetuning[name]["dev_accuracy"] == results["dev"]["accuracy"]
         assert results["train_examples"] == finetuning["train_examples"]
-        task = json.load(open(os.path.join(finetuning[name]["preset"], "config.json")))["task"]
+        config = json.load(open(os.path.join(finetuning[name]["preset"], "config.json")))
+        task = config["task"]
         assert task["class_name"] == "BertClassifier" and task["config"]["num_classes"] == 2
+        # One recipe: BERT's dropout 0.1 for all three (stage 1 pretrains without: --dropout 0).
+        assert task["config"]["dropout"] == config["backbone"]["dropout"] == finetuning["recipe"]["dropout"] == 0.1
         if name != served:  # the served one was reloaded and exported by stage 3
             assert BertClassifier.from_preset(finetuning[name]["preset"]).num_classes == 2
         assert any(n.startswith("events.out") for n in os.listdir(run / "tensorboard" / "finetune" / name))
     # (a) ran in its own process (tools/finetune.py, same recipe) while stage 1 trained.
     assert "sst2: dev accuracy=" in (run / "finetune" / "real_pretrained.log").read_text()
     # (b) and (c): one architecture and vocabulary, different weights.
+    assert json.load(open(run / "preset" / "config.json"))["backbone"]["dropout"] == 0.0
     ours, _ = read_preset_tensors(str(run / "preset"))
     fresh, _ = read_preset_tensors(finetuning["random_init"]["start_preset"])
     assert (open(run / "preset" / "vocab.txt").read()
