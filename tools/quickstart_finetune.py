@@ -10,8 +10,12 @@ Dev accuracy is compared with the majority class (the training set's most freque
 
 `Stage2` runs `real_pretrained`, which needs nothing from stage 1, in a child process
 (`tools/finetune.py`, the same config). With `--overlap` (the default) it starts at the
-beginning and trains while stage 1 and the other two fine-tunes run here; `--no-overlap`
-starts it after them. A tiny stage 1 is mostly single-threaded (tracing graphs, Python), so
+beginning and trains while stage 1 and the other two fine-tunes run here; if it has finished
+by the end of stage 1 (at full size it has), `random_init` runs in a second child alongside
+`our_pretrained` (their small steps are overhead-bound, about one core each: on a slow host
+56.5 s for the two together against 74-83 s one after the other; in a tiny run, whose real
+weights' child is still going then, a third process was slower: 64 and 59 s against 58 and 57 s).
+`--no-overlap` runs those two here one after the other, then starts `real_pretrained`. A tiny stage 1 is mostly single-threaded (tracing graphs, Python), so
 the overlap puts the idle core to work (the tiny end-to-end test: 65 s before, 44-68 s after,
 ~55 typical). At full size both cores are busy and it saves little: `make demo` on 3 December,
 one slow host, 30 minutes apart: 551 s of demo overlapped (stage 1 461 s, BERT-Mini at 2.2
@@ -189,7 +193,7 @@ class Stage2:
     `stop()` it if `finetune` is not reached: the child process is killed."""
 
     def __init__(self, args, run):
-        self.args, self.run, self.background = args, run, None
+        self.args, self.run, self.background, self.random_run = args, run, None, None
         self.data = labelled_data(args, run)
         self.real_preset = args.real_preset or real_preset_path()  # missing: an error now, not after stage 1
 
@@ -199,8 +203,9 @@ class Stage2:
         self.background = BackgroundRun("real_pretrained", config, self.run("finetune", "real_pretrained.log"))
 
     def stop(self):
-        if self.background is not None:
-            self.background.stop()
+        for child in (self.background, self.random_run):
+            if child is not None:
+                child.stop()
 
     def finetune(self, our_preset):
         """Fine-tunes `our_preset` and random weights of its architecture here, then collects
@@ -218,8 +223,15 @@ class Stage2:
         try:
             presets = {"our_pretrained": our_preset,
                        "random_init": random_init_preset(our_preset, run("finetune", "random_init_weights"), args.seed)}
-            for name, preset in presets.items():
-                self._record(block, name, preset, run_finetuning(_config(args, run, data, name, preset, None)), "")
+            configs = {name: _config(args, run, data, name, preset, None) for name, preset in presets.items()}
+            if self.background is not None and self.background.process.poll() is not None:
+                # The real weights' run is over, so a core is free: random_init in its own process
+                # too, alongside our_pretrained here (a tiny run's is still going: both stay here).
+                self.random_run = BackgroundRun("random_init", configs["random_init"], run("finetune", "random_init.log"))
+            self._record(block, "our_pretrained", our_preset, run_finetuning(configs["our_pretrained"]), "")
+            random = self.random_run.results() if self.random_run else run_finetuning(configs["random_init"])
+            self._record(block, "random_init", presets["random_init"], random,
+                         ", in its own process alongside our_pretrained" if self.random_run else "")
             where = ", in its own process" + (" alongside stage 1" if self.background else "")
             if self.background is None:
                 self.start()

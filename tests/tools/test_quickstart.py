@@ -129,9 +129,11 @@ def test_background_run_is_stopped_when_the_main_process_fails(tmp_path, monkeyp
     assert process.poll() is not None  # killed, not left running
 
 
-def test_without_overlap_the_real_weights_run_starts_after_the_other_two(tmp_path, monkeypatch):
+@pytest.mark.parametrize("overlap", [False, True])
+def test_which_runs_go_to_their_own_process(tmp_path, monkeypatch, overlap):
     """--no-overlap: our_pretrained and random_init here, then real_pretrained in its own
-    process, whose figures reach the block."""
+    process, whose figures reach the block. --overlap: real_pretrained from the start; once it
+    has finished, random_init in its own process too, alongside our_pretrained here."""
     import keras_bert_zoo.training.finetuning_run as finetuning_run
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.weights.loading import save_to_preset
@@ -143,7 +145,7 @@ def test_without_overlap_the_real_weights_run_starts_after_the_other_two(tmp_pat
     order = []
 
     def fake_run(config):
-        assert qf_stage2.background is None  # the child process starts only after these two
+        assert (qf_stage2.background is None) is not overlap  # without overlap it starts after these
         order.append(os.path.basename(config.output_dir))
         return dict(dev={"accuracy": 0.5}, dev_per_epoch=[dict(epoch=1, accuracy=0.5)], epochs=1,
                     train_seconds=1.0, seconds=2.0, train_examples_per_second=9.0)
@@ -155,13 +157,22 @@ def test_without_overlap_the_real_weights_run_starts_after_the_other_two(tmp_pat
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
     ours = save_to_preset(BertBackbone(vocabulary_size=7, num_layers=1, num_heads=1, hidden_dim=8, intermediate_dim=8,
                                        max_sequence_length=8), str(tmp_path / "ours"), vocabulary=tokens)
-    args = _recipe_args(real_preset=str(tmp_path), overlap=False)
+    args = _recipe_args(real_preset=str(tmp_path), overlap=overlap)
     run = stages.RunDir(str(tmp_path / "run"))
     qf_stage2 = qf.Stage2(args, run)
+    if overlap:
+        qf_stage2.start()
+        qf_stage2.background.process.wait()  # done before stage 2, as at full size
     block = qf_stage2.finetune(ours)
-    assert order == ["our_pretrained", "random_init"]
+    assert order == (["our_pretrained"] if overlap else ["our_pretrained", "random_init"])
     assert block["real_pretrained"]["dev_accuracy"] == 0.75 and block["our_pretrained"]["dev_accuracy"] == 0.5
+    assert block["random_init"]["dev_accuracy"] == (0.75 if overlap else 0.5)
     assert qf_stage2.background.process.poll() == 0
+    assert (qf_stage2.random_run is not None) is overlap
+    if overlap:  # the child got random_init's recipe and preset
+        flags = qf_stage2.random_run.process.args
+        assert flags[flags.index("--preset") + 1] == block["random_init"]["start_preset"]
+        assert flags[flags.index("--dropout") + 1] == "0.1"
 
 
 NOUNS = ("river stone forest castle engine planet violin garden harbor desert market bridge "
