@@ -10,21 +10,22 @@ Dev accuracy is compared with the majority class (the training set's most freque
 
 `Stage2` runs `real_pretrained`, which needs nothing from stage 1, in a child process
 (`tools/finetune.py`, the same config). With `--overlap` (the default) it starts at the
-beginning and trains while stage 1 and the other two fine-tunes run here; if it has finished
-by the end of stage 1 (at full size it has), `random_init` runs in a second child alongside
+beginning and trains while stage 1 and the other two fine-tunes run here; if it has finished by
+the end of stage 1 (at full size it has), `random_init` runs in a second child alongside
 `our_pretrained` (their small steps are overhead-bound, about one core each: on a slow host
 56.5 s for the two together against 74-83 s one after the other; in a tiny run, whose real
-weights' child is still going then, a third process was slower: 64 and 59 s against 58 and 57 s).
-`--no-overlap` runs those two here one after the other, then starts `real_pretrained`. A tiny stage 1 is mostly single-threaded (tracing graphs, Python), so
-the overlap puts the idle core to work (the tiny end-to-end test: 65 s before, 44-68 s after,
-~55 typical). At full size both cores are busy and it saves little: `make demo` on 3 December,
-one slow host, 30 minutes apart: 551 s of demo overlapped (stage 1 461 s, BERT-Mini at 2.2
-steps/s while the fine-tune ran; fine-tunes 72 s) against 564 s not (stage 1 388 s; fine-tunes
-156 s). Measured without gain when tiny (quickstart.main's seconds; the cores are the limit,
-and moving work does not remove it): `random_init` in a child process too, from when stage 1's
-vocabulary exists (74-76 s against 58-65 s; 60-69 s with one thread per child); the child
-exporting its model for stage 3, with the serving process started during stage 2 (52 and 62 s
-against 44 and 59 s, interleaved); one thread for the child (61 and 69 s against 66 and 63 s).
+weights' child is still going then, a third process was slower: 64 and 59 s against 58 and 57
+s). `--no-overlap` runs those two here one after the other, then starts `real_pretrained`. A
+tiny stage 1 is mostly single-threaded (tracing graphs, Python), so the overlap puts the idle
+core to work (the tiny end-to-end test: 65 s before, 44-68 s after, ~55 typical). At full size
+both cores are busy and it saves little: `make demo` on 3 December, one slow host, 30 minutes
+apart: 551 s of demo overlapped (stage 1 461 s, BERT-Mini at 2.2 steps/s while the fine-tune
+ran; fine-tunes 72 s) against 564 s not (stage 1 388 s; fine-tunes 156 s). Measured without
+gain when tiny (quickstart.main's seconds; the cores are the limit, and moving work does not
+remove it): `random_init` in a child process too, from when stage 1's vocabulary exists (74-76
+s against 58-65 s; 60-69 s with one thread per child); the child exporting its model for stage
+3, with the serving process started during stage 2 (52 and 62 s against 44 and 59 s,
+interleaved); one thread for the child (61 and 69 s against 66 and 63 s).
 Each run is seeded as if alone; only its timings feel the other.
 """
 
@@ -189,8 +190,9 @@ class BackgroundRun:
 class Stage2:
     """Stage 2's three fine-tunes, one recipe. Creating it writes the labelled data; `start()`
     starts `real_pretrained` in its own process (early, to overlap stage 1); `finetune` runs
-    the other two here, starts `real_pretrained` if not started, and collects all three.
-    `stop()` it if `finetune` is not reached: the child process is killed."""
+    the other two (`random_init` in its own process if `real_pretrained`'s has ended), starts
+    `real_pretrained` if not started, and collects all three. `stop()` it if `finetune` is not
+    reached: the child processes are killed."""
 
     def __init__(self, args, run):
         self.args, self.run, self.background, self.random_run = args, run, None, None
@@ -229,8 +231,8 @@ class Stage2:
                 # too, alongside our_pretrained here (a tiny run's is still going: both stay here).
                 self.random_run = BackgroundRun("random_init", configs["random_init"], run("finetune", "random_init.log"))
             self._record(block, "our_pretrained", our_preset, run_finetuning(configs["our_pretrained"]), "")
-            random = self.random_run.results() if self.random_run else run_finetuning(configs["random_init"])
-            self._record(block, "random_init", presets["random_init"], random,
+            results = self.random_run.results() if self.random_run else run_finetuning(configs["random_init"])
+            self._record(block, "random_init", presets["random_init"], results,
                          ", in its own process alongside our_pretrained" if self.random_run else "")
             where = ", in its own process" + (" alongside stage 1" if self.background else "")
             if self.background is None:
