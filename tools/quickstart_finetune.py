@@ -217,15 +217,13 @@ class Stage2:
         args, run, data = self.args, self.run, self.data
         block = {"majority_accuracy": data["majority_accuracy"], "majority_label": data["majority_label"],
                  "train_examples": data["train_examples"], "dev_examples": data["dev_examples"],
-                 "source": data["source"], "recipe": dict(epochs=args.finetune_epochs,
-                                                           batch_size=args.finetune_batch_size,
-                                                           learning_rate=args.finetune_learning_rate,
-                                                           sequence_length=args.finetune_seq_length,
-                                                           dropout=args.finetune_dropout, seed=args.seed)}
+                 "source": data["source"]}
         try:
             presets = {"our_pretrained": our_preset,
                        "random_init": random_init_preset(our_preset, run("finetune", "random_init_weights"), args.seed)}
             configs = {name: _config(args, run, data, name, preset, None) for name, preset in presets.items()}
+            block["recipe"] = {field: getattr(configs["our_pretrained"], field) for field in RECIPE_FIELDS
+                               if field != "precision"}
             if self.background is not None and self.background.process.poll() is not None:
                 # The real weights' run is over, so a core is free: random_init in its own process
                 # too, alongside our_pretrained here (a tiny run's is still going: both stay here).
