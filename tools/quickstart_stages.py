@@ -63,10 +63,12 @@ def _split_text_corpus(files, out_dir, heldout_fraction):
 
 def prepare_corpus(args, run):
     """Stage 1: a MediaWiki dump (or text files) → train/held-out text in the input format."""
-    from keras_bert_zoo.data import wikipedia
-
     start = time.perf_counter()
-    source = args.input or wikipedia.sample_dump_path()
+    source = args.input
+    if source is None or _is_dump(source):
+        from keras_bert_zoo.data import wikipedia  # gensim's import (~1 s) only where a dump is read
+
+        source = source or wikipedia.sample_dump_path()
     out_dir = run("corpus")
     if _is_dump(source):
         stats = wikipedia.prepare_wikipedia(
