@@ -44,6 +44,10 @@ Otherwise it writes D/results.json ({"task", "dev": {"accuracy", "f1", "matthews
 "spearman" as the task has them}, "train_examples", "seconds", ...}), D/dev_predictions.tsv,
 D/preset/ (reload with BertClassifier.from_preset(D/preset)) and GLUE's submission file
 (e.g. D/MRPC.tsv) when --test-file is given.
+
+Any task with --export-dir E also writes E/: the fine-tuned task as a SavedModel that answers raw
+strings (what tools/export.py writes from D/preset, in the run's precision; GLUE's pair tasks take
+`text_a` and `text_b`), so serving it needs no second step.
 """
 
 import argparse
@@ -97,6 +101,8 @@ def build_parser():
                    help="refused if it contradicts the preset's casing (default: the preset's)")
     p.add_argument("--tfds-data-dir", help="where the tfds:<split> datasets were prepared")
     p.add_argument("--skip-malformed", action="store_true", help="drop malformed rows (counted) instead of failing")
+    p.add_argument("--export-dir", help="also export the fine-tuned task here: a SavedModel that answers raw "
+                   "strings (as tools/export.py writes, in the run's precision; GLUE pairs: text_a, text_b)")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -120,7 +126,7 @@ def main(argv=None):
     dev = " ".join(f"{k}={v:.4f}" if v is not None else f"{k}=n/a" for k, v in results["dev"].items())
     print(f"{results['task']}: dev {dev}; {results['train_examples']} training examples, "
           f"{results['train_examples_per_second']:.1f} examples/s, {results['seconds']:.1f} s in all; "
-          f"written to {args.output_dir}")
+          f"written to {args.output_dir}" + (f"; exported to {results['export_dir']}" if "export_dir" in results else ""))
     return results
 
 

@@ -16,8 +16,9 @@ Stages (`--stages`, each a call into keras_bert_zoo):
    from random weights, one recipe; dev accuracy against the majority class. The real
    weights' run needs nothing from stage 1: it runs in a child process (`tools/finetune.py`),
    alongside stage 1 (`--no-overlap`: after the other two).
-3. serve: export the best fine-tuned model as a SavedModel; a fresh process with only
-   TensorFlow and tensorflow-text classifies held-out sentences given as raw strings.
+3. serve: export the best fine-tuned model as a SavedModel (the real weights' child has
+   exported its own as it finished); a fresh process with only TensorFlow and tensorflow-text,
+   started with stage 2, classifies held-out sentences given as raw strings.
 Everything lands in `runs/<name>/`.
 """
 
@@ -192,7 +193,7 @@ def _cpu_seconds():
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _run_stage(name, summary, run, args, our_preset, stage2=None):
+def _run_stage(name, summary, run, args, our_preset, stage2=None, client=None):
     if name == "pretrain":
         summary.update(pretrain_stage(args, run))
     elif name == "finetune":
@@ -200,7 +201,7 @@ def _run_stage(name, summary, run, args, our_preset, stage2=None):
     else:
         from tools import quickstart_serve
 
-        summary["serving"] = quickstart_serve.serve(args, run, summary.get("finetuning"))
+        summary["serving"] = quickstart_serve.serve(args, run, summary.get("finetuning"), client)
 
 
 def main(argv=None):
@@ -235,17 +236,25 @@ def main(argv=None):
         stage2 = Stage2(args, run)
         if args.overlap:  # the real weights' fine-tune needs nothing from stage 1
             stage2.start()
+    client = None  # the serving process, started with stage 2: its import overlaps the fine-tunes
     try:
         for name in STAGES:
             if name in args.stages:
                 begin, cpu = time.perf_counter(), _cpu_seconds()
+                if name == "finetune" and "serve" in args.stages:
+                    from tools.quickstart_serve import start_client
+
+                    client = start_client()
                 ours = summary.get("preset_dir") if "pretrain" in args.stages else args.our_preset or run("preset")
-                _run_stage(name, summary, run, args, ours, stage2)
+                _run_stage(name, summary, run, args, ours, stage2, client)
                 summary["seconds"][name] = time.perf_counter() - begin
                 summary["cpu_seconds"][name] = _cpu_seconds() - cpu
     finally:
         if stage2 is not None:
             stage2.stop()
+        if client is not None and client.poll() is None:
+            client.kill()  # stage 2 or 3 failed: the serving process is not left waiting
+            client.communicate()
     summary.update(cpu_seconds_total=_cpu_seconds() - cpu_started, load_average_end=os.getloadavg()[0])
     return stages.write_summary(run, summary, seconds=time.perf_counter() - started)
 

@@ -8,8 +8,8 @@ Same flags as tools/finetune.py (its --learning-rate, --batch-size, --epochs are
 --grid paper|small|JSON (paper: lr {5e-5, 4e-5, 3e-5, 2e-5} × batch {16, 32} × epochs {2, 3, 4}),
 --restarts N (each restart its own seed for head initialisation and shuffling; the best restart counts)
 --tuner-dir D (keras-tuner's files; default OUTPUT_DIR/tuner) and --export DIR (the best model as a
-SavedModel on raw strings, keras_bert_zoo.export). Kill it and run the same command:
-finished trials are not run again. Writes OUTPUT_DIR/results.md, heatmap.png, results.json and preset/
+SavedModel on raw strings, keras_bert_zoo.export; finetune.py's --export-dir means the same here).
+Kill it and run the same command: finished trials are not run again. Writes OUTPUT_DIR/results.md, heatmap.png, results.json and preset/
 (the best trial's model). A trial is scored by the task's official dev metric at the end of its run.
 """
 
@@ -53,11 +53,14 @@ def main(argv=None):
         grid = resolve_grid(args.grid)
     except ValueError as e:
         parser.error(f"--grid: {e}")
-    skip = ("no_progress", "skip_malformed", "grid", "restarts", "tuner_dir", "export")
+    if args.export_dir is not None and args.export not in (None, args.export_dir):
+        parser.error("--export-dir and --export name the same thing here (the best model's export); give one.")
+    export = args.export or args.export_dir  # finetune.py's flag: here, the best trial's export
+    skip = ("no_progress", "skip_malformed", "grid", "restarts", "tuner_dir", "export", "export_dir")
     given = {k: v for k, v in vars(args).items() if v is not None and k not in skip}
     config = FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
     result = run_tuning(config, grid=grid, restarts=args.restarts, tuner_dir=args.tuner_dir,
-                        export=args.export)
+                        export=export)
     best = result["best"]
     print(f"best: learning rate {best['learning_rate']:g}, batch {best['batch_size']}, {best['epochs']} epochs, "
           f"restart {best['restart']}: dev {result['objective']} {best[result['objective']]:.4f}; "

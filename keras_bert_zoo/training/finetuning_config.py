@@ -78,6 +78,9 @@ class FinetuningConfig:
     tfds_data_dir: str = None  # where "tfds:<split>" datasets were prepared (None: tfds's default)
     skip_malformed: bool = False  # drop malformed rows (counted in the log) instead of failing
     progress: bool = True  # a progress bar per epoch and the dev metrics printed after each
+    # Also export the fine-tuned task here, a SavedModel that answers raw strings (keras_bert_zoo.export;
+    # GLUE pair tasks take text_a/text_b), in the run's precision: the model the dev scores are of.
+    export_dir: str = None
     # SQuAD only (task squad1/squad2); None: the task's default (sequence_length 384 for SQuAD).
     doc_stride: int = None  # context tokens between window starts (run_squad.py: 128)
     max_query_length: int = None  # question tokens kept (run_squad.py: 64)
@@ -149,8 +152,10 @@ class FinetuningConfig:
             self._check_source(name)
         if not isinstance(self.preset, str) or not self.preset:
             raise ValueError(f"{flag('preset')} is required (a preset name or path). Received: preset={self.preset!r}.")
-        if os.path.isfile(self.output_dir):
-            raise ValueError(f"{flag('output_dir')} is a file, not a directory. Received: {self.output_dir!r}.")
+        for name in ("output_dir", "export_dir"):
+            value = getattr(self, name)
+            if value is not None and os.path.isfile(value):
+                raise ValueError(f"{flag(name)} is a file, not a directory. Received: {value!r}.")
 
     def _check_int(self, name, minimum):
         value = getattr(self, name)

@@ -8,7 +8,9 @@ after every epoch, and writes into `output_dir`:
   "seconds", "train_seconds", "train_examples_per_second", ...}` (written last);
 - `dev_predictions.tsv`: `index<TAB>prediction<TAB>label` per dev row;
 - `preset/`: the fine-tuned task, which `BertClassifier.from_preset` reloads;
-- GLUE's submission file for `test_file` (e.g. `CoLA.tsv`; SWAG: `test_predictions.tsv`).
+- GLUE's submission file for `test_file` (e.g. `CoLA.tsv`; SWAG: `test_predictions.tsv`);
+- with `export_dir`, there the fine-tuned task as a SavedModel that answers raw strings
+  (`export_finetuned`; results.json's `"export_dir"`).
 """
 
 import logging
@@ -214,6 +216,7 @@ def run_finetuning(config):
         _write_predictions(os.path.join(config.output_dir, f"{name}_predictions.tsv"), config.task,
                            dev[name][2], callback.predictions, dev[name][1])
     task.save_to_preset(os.path.join(config.output_dir, "preset"))
+    export_dir = export_finetuned(task, config)
     if test is not None:
         outputs = task.predict(test[0], batch_size=config.batch_size, verbose=0)
         if config.task == "swag":
@@ -221,13 +224,29 @@ def run_finetuning(config):
         else:
             mismatched = "mismatched" in os.path.basename(config.test_file)
             write_glue_submission(config.task, config.output_dir, test[2], outputs, mismatched=mismatched)
-    return _write_results(config, callbacks, _num_rows(train_x), train_seconds, start)
+    return _write_results(config, callbacks, _num_rows(train_x), train_seconds, start, export_dir)
 
 
-def _write_results(config, callbacks, train_examples, train_seconds, start):
+def export_finetuned(task, config):
+    """`config.export_dir`: `task` exported there as a SavedModel that answers raw strings
+    (`keras_bert_zoo.export`, all its signatures; a GLUE pair task's inputs are `text_a` and
+    `text_b`), in the policy it was trained and scored in. Returns the absolute path, or None
+    without `export_dir`. A serving process then needs no reload of the preset."""
+    if config.export_dir is None:
+        return None
+    from keras_bert_zoo.data.glue import GLUE_TASKS, glue_format
+    from keras_bert_zoo.export import export
+
+    pair = config.task in GLUE_TASKS and len(glue_format(config.task).text_columns) == 2
+    return export(task, config.export_dir, text_inputs=("text_a", "text_b") if pair else None)
+
+
+def _write_results(config, callbacks, train_examples, train_seconds, start, export_dir=None):
     from keras_bert_zoo.utils.files import atomic_write_json
 
     results = {"task": config.task, "preset": config.preset, "precision": config.precision}
+    if export_dir is not None:
+        results["export_dir"] = export_dir
     for name, callback in callbacks.items():
         last = dict(callback.history[-1])
         last.pop("epoch")

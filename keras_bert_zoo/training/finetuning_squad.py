@@ -21,6 +21,7 @@ import os
 import time
 
 from keras_bert_zoo.training.finetuning_config import TFDS_PREFIX, flag
+from keras_bert_zoo.training.finetuning_run import export_finetuned
 
 logger = logging.getLogger("keras_bert_zoo.training")
 
@@ -152,6 +153,7 @@ def run_squad_finetuning(config, lowercase, detected, start):
     os.makedirs(config.output_dir, exist_ok=True)
     atomic_write_json(os.path.join(config.output_dir, "predictions.json"), predictions)
     task.save_to_preset(os.path.join(config.output_dir, "preset"))
+    export_dir = export_finetuned(task, config)
     results = {
         "task": config.task,
         "preset": config.preset,
@@ -174,6 +176,8 @@ def run_squad_finetuning(config, lowercase, detected, start):
         "skipped_answers": train.skipped + dev.skipped,
         "seconds": round(time.perf_counter() - start, 2),
     }
+    if export_dir is not None:
+        results["export_dir"] = export_dir
     atomic_write_json(os.path.join(config.output_dir, "results.json"), results)
     logger.info("Fine-tuned %s: dev %s", config.task, metrics)
     return results

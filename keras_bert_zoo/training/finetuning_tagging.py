@@ -27,6 +27,7 @@ import keras
 import numpy as np
 
 from keras_bert_zoo.training.finetuning_config import TFDS_PREFIX, flag
+from keras_bert_zoo.training.finetuning_run import export_finetuned
 
 logger = logging.getLogger("keras_bert_zoo.training")
 
@@ -177,6 +178,7 @@ def run_tagging_finetuning(config, lowercase, detected, start):
     write_conll_predictions(os.path.join(config.output_dir, PREDICTIONS_FILE), dev.words, dev.tags,
                             callback.predictions)
     task.save_to_preset(os.path.join(config.output_dir, "preset"))
+    export_dir = export_finetuned(task, config)
     train_tokens = _piece_count(task.preprocessor, x)
     dev_tokens = _piece_count(task.preprocessor, x_dev)
     # Feature-based: BERT runs once over the data, the tagger `epochs` times over cached features.
@@ -201,6 +203,8 @@ def run_tagging_finetuning(config, lowercase, detected, start):
     }
     from keras_bert_zoo.utils.files import atomic_write_json
 
+    if export_dir is not None:
+        results["export_dir"] = export_dir
     atomic_write_json(os.path.join(config.output_dir, "results.json"), results)
     logger.info("NER %s: dev %s", results["mode"], results["dev"])
     return results

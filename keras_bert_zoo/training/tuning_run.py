@@ -58,6 +58,9 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
         raise ValueError(f"`restarts` must be a positive int. Received: restarts={restarts!r}.")
     if export is not None and (not isinstance(export, str) or not export):
         raise ValueError(f"`export` must be a directory path or None. Received: export={export!r}.")
+    if config.export_dir is not None:  # each trial would overwrite it: the search exports its best
+        raise ValueError(f"`config.export_dir` is one run's export; a search exports its best trial with "
+                         f"`export` (tools/tune.py --export). Received: export_dir={config.export_dir!r}.")
     lowercase, detected = ft.check_preset(config)
     kind = task_kind(config, lowercase, detected)
     objective = objective or kind.default_objective

@@ -54,7 +54,8 @@ def test_sst2_run_writes_results_predictions_preset_and_submission(tmp_path, pre
     train, dev, test = _sst2(tmp_path)
     out = str(tmp_path / "run")
     results = finetune.main(_argv("sst2", train, dev, preset, out, "--test-file", test,
-                                  "--max-train-examples", "10", "--dropout", "0.25"))
+                                  "--max-train-examples", "10", "--dropout", "0.25",
+                                  "--export-dir", str(tmp_path / "served")))
     saved = json.load(open(os.path.join(out, "results.json")))
     assert saved == results and saved["task"] == "sst2" and saved["train_examples"] == 10
     assert set(saved["dev"]) == {"accuracy"} and len(saved["dev_per_epoch"]) == 1
@@ -73,16 +74,37 @@ def test_sst2_run_writes_results_predictions_preset_and_submission(tmp_path, pre
     class_ids = reloaded.predict(x, verbose=0).argmax(-1)
     assert [reloaded.labels[i] for i in class_ids[:4]] == [r["prediction"] for r in rows]
     assert [r.split("\t")[1] for r in submission[1:]] == [str(i) for i in class_ids[4:]]
+    # --export-dir: the fine-tuned model as a SavedModel on raw strings, answering as it was scored.
+    assert saved["export_dir"] == str(tmp_path / "served")
+    served = _serve(saved["export_dir"], text=x[:4])
+    assert [label.decode() for label in served["label"].numpy()] == [r["prediction"] for r in rows]
+    logits = reloaded.predict(x[:4], verbose=0)
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-5)
+
+
+def _serve(export_dir, **texts):
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    return serve(**{name: tf.constant(list(values)) for name, values in texts.items()})
 
 
 def test_mnli_pairs_score_matched_and_mismatched_dev_sets(tmp_path, preset):
     train = glue_fixtures.write(tmp_path, "mnli", "dev")
     out = str(tmp_path / "mnli")
-    results = finetune.main(_argv("mnli", train, train, preset, out, "--dev-mismatched-file", train))
+    results = finetune.main(_argv("mnli", train, train, preset, out, "--dev-mismatched-file", train,
+                                  "--export-dir", str(tmp_path / "served")))
     assert set(results["dev"]) == {"accuracy"} and results["dev"] == results["dev_mismatched"]
     lines = open(os.path.join(out, "dev_mismatched_predictions.tsv")).read().splitlines()
     assert lines[0] == "index\tprediction\tlabel" and [r.split("\t")[2] for r in lines[1:]] == [
         "neutral", "contradiction"]
+    # A pair task's export takes the two sentences, and answers as the run predicted.
+    from keras_bert_zoo.data.glue import read_glue
+
+    first, second = read_glue("mnli", train)[0]
+    served = _serve(results["export_dir"], text_a=first, text_b=second)
+    assert [label.decode() for label in served["label"].numpy()] == [r.split("\t")[1] for r in lines[1:]]
 
 
 def test_bad_flags_are_refused_before_any_work_naming_the_flag(tmp_path, preset):
@@ -96,6 +118,8 @@ def test_bad_flags_are_refused_before_any_work_naming_the_flag(tmp_path, preset)
         finetune.main(_argv("sst2", train, dev, preset, out, "--dev-mismatched-file", dev))
     with pytest.raises(ValueError, match=r"--dropout must be in \[0, 1\). Received: dropout=1.0"):
         finetune.main(_argv("sst2", train, dev, preset, out, "--dropout", "1"))
+    with pytest.raises(ValueError, match=r"--export-dir is a file, not a directory"):
+        finetune.main(_argv("sst2", train, dev, preset, out, "--export-dir", train))
     with pytest.raises(ValueError, match=r"--epochs must be an integer >= 1"):
         finetune.main(_argv("sst2", train, dev, preset, out, "--epochs", "0"))
     with pytest.raises(ValueError, match=r"--no-lowercase contradicts the vocabulary of .* which is uncased"):

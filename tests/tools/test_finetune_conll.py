@@ -125,10 +125,25 @@ def test_fine_tuning_writes_results_conll_predictions_and_preset(tmp_path, files
 
     train, dev, preset = files
     out = str(tmp_path / "run")
-    results = finetune.main(_argv(train, dev, preset, out, "--dropout", "0.2"))
+    results = finetune.main(_argv(train, dev, preset, out, "--dropout", "0.2",
+                                  "--export-dir", str(tmp_path / "served")))
     assert results["mode"] == "fine_tuning" and results["feature"] is None
     reloaded = _check_outputs(out, results, dev, BertTokenClassifier)
     assert reloaded.dropout == reloaded.backbone.dropout == 0.2  # --dropout: head and backbone
+    # --export-dir: served on raw sentences, the entities are those of the tags the run predicted.
+    import tensorflow as tf
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    from keras_bert_zoo.data.conll import read_conll
+
+    gold = read_conll(dev)
+    serve = tf.saved_model.load(results["export_dir"]).signatures["serving_default"]
+    served = serve(text=tf.constant([" ".join(words) for words in gold.words]))
+    blocks = open(os.path.join(out, "dev_predictions.conll"), encoding="utf-8").read().split("\n\n")
+    for i, block in enumerate(blocks):
+        entities = get_entities([line.split(" ")[2] for line in block.splitlines()])
+        count = int(served["num_entities"][i])
+        assert [t.decode() for t in served["entity_type"][i, :count].numpy()] == [e[0] for e in entities]
 
 
 def test_feature_based_run_trains_the_tagger_on_frozen_features(tmp_path, files):

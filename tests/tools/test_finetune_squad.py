@@ -94,7 +94,7 @@ def test_squad1_run_writes_official_predictions_metrics_and_a_preset_that_reload
     dev_file = _squad_json(tmp_path / "dev-v1.1.json", "1.1", keep=lambda i: i < 1)
     out = str(tmp_path / "run1")
     results = finetune.main(_argv("squad1", train, dev_file, preset, out, *FLAGS, "--max-train-examples", "8",
-                                  "--dropout", "0.2"))
+                                  "--dropout", "0.2", "--export-dir", str(tmp_path / "served")))
     assert json.load(open(os.path.join(out, "results.json"))) == results
     assert set(results["dev"]) == {"exact_match", "f1"} and results["train_examples"] == 8
     # Passages longer than one 48-token window are windowed, not truncated.
@@ -107,6 +107,13 @@ def test_squad1_run_writes_official_predictions_metrics_and_a_preset_that_reload
     for answer, context in zip(predictions.values(), dev.contexts):
         assert answer and answer in context  # v1.1 always answers, with a span of the context
     assert results["dev"] == squad_v1_metrics(predictions, dev.gold_answers())
+    # --export-dir: the fine-tuned model served on raw question and context strings answers as scored.
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(results["export_dir"]).signatures["serving_default"]
+    questions, contexts = dev.x
+    served = serve(question=tf.constant(list(questions)), context=tf.constant(list(contexts)))
+    assert [a.decode() for a in served["answer_text"].numpy()] == list(predictions.values())
     task, answers = _reloaded_answers(out, dev)
     assert answers["answer_text"].tolist() == list(predictions.values())
     assert (task.preprocessor.sequence_length, task.preprocessor.doc_stride, task.preprocessor.max_query_length,

@@ -172,7 +172,54 @@ def test_which_runs_go_to_their_own_process(tmp_path, monkeypatch, overlap):
     if overlap:  # the child got random_init's recipe and preset
         flags = qf_stage2.random_run.process.args
         assert flags[flags.index("--preset") + 1] == block["random_init"]["start_preset"]
-        assert flags[flags.index("--dropout") + 1] == "0.1"
+        assert flags[flags.index("--dropout") + 1] == "0.1" and "--export-dir" not in flags
+    # Stage 3 is to run: real_pretrained's process exports its model there too.
+    flags = qf_stage2.background.process.args
+    assert flags[flags.index("--export-dir") + 1] == run("finetune", "real_pretrained", "export")
+
+
+def test_stage3_serves_the_fine_tuning_process_export_of_the_best_or_exports_it(tmp_path):
+    """Stage 3 moves real_pretrained's own export into export/1 when it is the best; otherwise it
+    exports the best from its preset and removes that unused export."""
+    from keras_bert_zoo.models.bert_backbone import BertBackbone
+    from keras_bert_zoo.models.bert_classifier import BertClassifier
+    from keras_bert_zoo.weights.loading import save_to_preset
+    from tools import quickstart_serve as qs
+
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
+    backbone = save_to_preset(BertBackbone(vocabulary_size=7, num_layers=1, num_heads=1, hidden_dim=8,
+                                           intermediate_dim=8, max_sequence_length=8), str(tmp_path / "b"),
+                              vocabulary=tokens)
+    ours = str(tmp_path / "ours")
+    BertClassifier.from_preset(backbone, num_classes=2, labels=["negative", "positive"]).save_to_preset(ours)
+    run = stages.RunDir(str(tmp_path / "run"))
+
+    def child_export(marker):  # stands in for tools/finetune.py --export-dir
+        path = run("finetune", "real_pretrained", "export")
+        os.makedirs(path, exist_ok=True)
+        open(os.path.join(path, "saved_model.pb"), "w").write(marker)
+        return path
+
+    finetuning = {"real_pretrained": {"dev_accuracy": 0.6, "export": child_export("real")},
+                  "our_pretrained": {"dev_accuracy": 0.7, "preset": ours, "export": None},
+                  "random_init": {"dev_accuracy": 0.5, "export": None}}
+    args = _recipe_args()
+    path, moved = qs._export_best(args, run, finetuning, "our_pretrained")
+    assert (path, moved) == (run("export", "1"), False) and not os.path.exists(finetuning["real_pretrained"]["export"])
+    served = _serving_labels(path, ["good", "bad"])
+    assert served == [["negative", "positive"][i] for i in BertClassifier.from_preset(ours).predict(
+        ["good", "bad"], verbose=0).argmax(-1)]
+    finetuning["real_pretrained"].update(dev_accuracy=0.8, export=child_export("real, best"))
+    assert qs._export_best(args, run, finetuning, "real_pretrained") == (run("export", "1"), True)
+    assert open(run("export", "1", "saved_model.pb")).read() == "real, best"  # moved, replacing the old one
+    assert not os.path.exists(finetuning["real_pretrained"]["export"])
+
+
+def _serving_labels(export_dir, texts):
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    return [label.decode() for label in serve(text=tf.constant(texts))["label"].numpy()]
 
 
 NOUNS = ("river stone forest castle engine planet violin garden harbor desert market bridge "
@@ -303,6 +350,11 @@ def _check_serving(run, serving, finetuning):
     """Stage 3: the best model exported; a process without our code classified raw strings."""
     best = max(("real_pretrained", "our_pretrained", "random_init"), key=lambda n: finetuning[n]["dev_accuracy"])
     assert serving["model"] == best and os.path.isfile(run / "export" / "1" / "saved_model.pb")
+    # real_pretrained's process exported its model: served as is if it is the best, else removed.
+    assert serving["exported_while_fine_tuning"] is (best == "real_pretrained")
+    assert finetuning["real_pretrained"]["export"] == str(run / "finetune" / "real_pretrained" / "export")
+    assert not os.path.exists(run / "finetune" / "real_pretrained" / "export")
+    assert finetuning["our_pretrained"]["export"] is None and finetuning["random_init"]["export"] is None
     assert not serving["keras_bert_zoo_imported"] and serving["sentences_per_second"] > 0
     rows = open(run / "finetune" / "data" / "dev.tsv", encoding="utf-8").read().splitlines()[1:]
     predictions = serving["predictions"]

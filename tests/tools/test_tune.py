@@ -73,7 +73,8 @@ def test_tune_refuses_bad_grids_and_grid_flags_before_any_trial(polarity_files, 
     paths, preset = polarity_files
     for more, message in [(["--grid", '{"learning_rate": []}'], "--grid"),
                           (["--grid", "huge"], "--grid"),
-                          (["--learning-rate", "1e-4"], "the grid sets these")]:
+                          (["--learning-rate", "1e-4"], "the grid sets these"),
+                          (["--export-dir", "a", "--export", "b"], "name the same thing here")]:
         with pytest.raises(SystemExit):
             tune.main(_argv(paths, preset, tmp_path / "bad", *more))
         assert message in capsys.readouterr().err
@@ -83,6 +84,10 @@ def test_tune_refuses_bad_grids_and_grid_flags_before_any_trial(polarity_files, 
     config = FinetuningConfig("sst2", paths[0], paths[1], preset, str(tmp_path / "bad"), progress=False)
     with pytest.raises(ValueError, match="not the objective 'pearson'"):
         run_tuning(config, grid="small", objective="pearson")
+    exporting = FinetuningConfig("sst2", paths[0], paths[1], preset, str(tmp_path / "bad"), progress=False,
+                                 export_dir=str(tmp_path / "served"))
+    with pytest.raises(ValueError, match=r"a search exports its best trial with `export`"):
+        run_tuning(exporting, grid="small")
     assert not os.path.exists(tmp_path / "bad")
 
 
@@ -113,9 +118,10 @@ def test_tune_exports_the_best_model_and_keeps_it_on_resume(polarity_files, tmp_
     out = answer()
     np.testing.assert_allclose(out["probabilities"].numpy(), tf.nn.softmax(expected).numpy(), atol=1e-5, rtol=0)
     assert out["label"].numpy()[0].decode() == ["negative", "positive"][int(np.argmax(expected))]
-    # Resumed (all trials done): no trial runs again, the export is rewritten from the same best preset.
+    # Resumed (all trials done): no trial runs again, the export is rewritten from the same best preset
+    # (named with finetune.py's --export-dir this time: the same flag here).
     before = os.path.getmtime(served / "saved_model.pb")
-    again = tune.main(argv)
+    again = tune.main(_one_trial(paths, preset, tmp_path / "search", "--export-dir", str(served)))
     assert again["trials"] == result["trials"] and os.path.getmtime(served / "saved_model.pb") >= before
     np.testing.assert_allclose(answer()["probabilities"].numpy(), out["probabilities"].numpy(), atol=1e-6, rtol=0)
 
