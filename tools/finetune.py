@@ -126,7 +126,8 @@ def main(argv=None):
     dev = " ".join(f"{k}={v:.4f}" if v is not None else f"{k}=n/a" for k, v in results["dev"].items())
     print(f"{results['task']}: dev {dev}; {results['train_examples']} training examples, "
           f"{results['train_examples_per_second']:.1f} examples/s, {results['seconds']:.1f} s in all; "
-          f"written to {args.output_dir}" + (f"; exported to {results['export_dir']}" if "export_dir" in results else ""))
+          f"written to {args.output_dir}"
+          + (f"; exported to {results['export_dir']}" if "export_dir" in results else ""))
     return results
 
 
