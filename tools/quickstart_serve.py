@@ -62,6 +62,21 @@ def _export_best(args, run, finetuning, best):
     return export(model, target), False
 
 
+def _tensorboard(log_dir, answer, gold_names):
+    """Stage 3 in TensorBoard (`tensorboard/serve`): the served throughput, and the served
+    sentences with their label, probability and gold label as a Markdown table."""
+    import tensorflow as tf
+
+    rows = ["| label | probability | gold | sentence |", "|---|---|---|---|"]
+    rows += [f"| {p['label']} | {p['probability']:.3f} | {gold} | {p['text'].replace('|', '/')} |"
+             for p, gold in zip(answer["predictions"], gold_names)]
+    writer = tf.summary.create_file_writer(log_dir)
+    with writer.as_default():
+        tf.summary.scalar("serve/sentences_per_second", answer["sentences_per_second"], step=0)
+        tf.summary.text("serve/predictions", "\n".join(rows), step=0)
+    writer.close()
+
+
 def serve(args, run, finetuning=None, client=None):
     """Serves the best fine-tuned model of stage 2 in a fresh process (`client`, from
     `start_client`, or one started here); exports it first unless its fine-tuning run did.
@@ -99,8 +114,10 @@ def serve(args, run, finetuning=None, client=None):
     if client.returncode != 0:
         raise RuntimeError(f"The serving process failed (exit {client.returncode}):\n{stderr[-3000:]}")
     answer = json.loads(stdout.strip().splitlines()[-1])
-    for row, gold in zip(answer["predictions"], request["labels"]):
-        print(f"  {row['label']:>5s} {row['probability']:.2f} (gold {glue_labels('sst2')[gold]})  {row['text'][:90]}", flush=True)
+    gold_names = [glue_labels("sst2")[gold] for gold in request["labels"]]
+    for row, gold in zip(answer["predictions"], gold_names):
+        print(f"  {row['label']:>5s} {row['probability']:.2f} (gold {gold})  {row['text'][:90]}", flush=True)
+    _tensorboard(run("tensorboard", "serve"), answer, gold_names)
     where = " (by its fine-tuning process)" if exported_while_fine_tuning else ""
     say("serve", f"{best} exported{where} → {path}; a fresh process with {', '.join(answer['imported'])} served "
         f"{answer['sentences_per_second']:.1f} sentences/s ({answer['throughput_sentences']} sentences)")

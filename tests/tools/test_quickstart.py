@@ -215,6 +215,25 @@ def test_stage3_serves_the_fine_tuning_process_export_of_the_best_or_exports_it(
     assert not os.path.exists(finetuning["real_pretrained"]["export"])
 
 
+def test_stage3_logs_the_throughput_and_the_served_sentences_to_tensorboard(tmp_path):
+    import tensorflow as tf
+
+    from tools import quickstart_serve as qs
+
+    answer = {"sentences_per_second": 84.5, "predictions": [
+        {"text": "a gripping | moving film", "label": "positive", "probability": 0.9123},
+        {"text": "dull", "label": "negative", "probability": 0.61}]}
+    qs._tensorboard(str(tmp_path / "serve"), answer, ["positive", "positive"])
+    logged = {}
+    for path in (tmp_path / "serve").iterdir():
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                logged[value.tag] = tf.make_ndarray(value.tensor)
+    assert float(logged["serve/sentences_per_second"]) == pytest.approx(84.5)
+    assert logged["serve/predictions"].item().decode().splitlines()[2:] == [
+        "| positive | 0.912 | positive | a gripping / moving film |", "| negative | 0.610 | positive | dull |"]
+
+
 def _serving_labels(export_dir, texts):
     import tensorflow as tf
 
@@ -356,6 +375,7 @@ def _check_serving(run, serving, finetuning):
     assert not os.path.exists(run / "finetune" / "real_pretrained" / "export")
     assert finetuning["our_pretrained"]["export"] is None and finetuning["random_init"]["export"] is None
     assert not serving["keras_bert_zoo_imported"] and serving["sentences_per_second"] > 0
+    assert any(n.startswith("events.out") for n in os.listdir(run / "tensorboard" / "serve"))
     rows = open(run / "finetune" / "data" / "dev.tsv", encoding="utf-8").read().splitlines()[1:]
     predictions = serving["predictions"]
     assert [p["text"] for p in predictions] == [r.rsplit("\t", 1)[0] for r in rows[: len(predictions)]]
