@@ -38,6 +38,14 @@ def assert_saved_model_equal(model, inputs, tmp_path, atol=1e-6):
     return restored
 
 
+def serve_strings(export_dir, **texts):
+    """The `serving_default` signature of a SavedModel export called on lists of strings (by input name)."""
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+    return serve(**{name: tf.constant(list(values)) for name, values in texts.items()})
+
+
 def assert_fit_one_step(model, x, y=None, loss=None):
     """One `fit` step runs, gives a finite loss and changes the trainable weights."""
     before = [np.array(w) for w in model.trainable_weights]

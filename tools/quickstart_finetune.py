@@ -204,12 +204,9 @@ class Stage2:
     def start(self):
         """Starts `real_pretrained` in its own process. When stage 3 is to run, that process
         also exports its model (`--export-dir`; fine-tuned all-MiniLM-L6-v2 has been the best in
-        every run): stage 3 then serves that export if it is the best, instead of reloading the
-        preset and exporting it in the main process, at the end, with the serving process
-        started with stage 2. The tiny run (`quickstart.main`'s seconds, six interleaved pairs
-        on one slow host, together with d75ec46's lighter imports): 58.4-66.5 s, mean 63.1,
-        against 60.0-74.4 s, mean 68.0, before; stage 3 4.6-6.0 s instead of 12.1-13.0. The full
-        demo's stage 3: 5.6 s instead of 15."""
+        every run): stage 3 then serves that export if it is the best instead of reloading the
+        preset and exporting it at the end (the full demo's stage 3: 5.6 s instead of 15; the
+        tiny run's 4.6-6.0 s instead of 12.1-13.0)."""
         export_dir = self.run("finetune", "real_pretrained", "export") if "serve" in self.args.stages else None
         config = _config(self.args, self.run, self.data, "real_pretrained", self.real_preset, self.args.real_lowercase,
                          export_dir)

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from keras_bert_zoo.data.glue import glue_labels, read_glue, write_glue_submission
+from keras_bert_zoo.data.glue import GLUE_TASKS, glue_format, glue_labels, read_glue, write_glue_submission
 from keras_bert_zoo.data.swag import read_swag
 from keras_bert_zoo.training.finetuning_config import (SQUAD_TASKS, TAGGING_TASKS, TFDS_PREFIX, FinetuningConfig,
                                                        flag)
@@ -234,7 +234,6 @@ def export_finetuned(task, config):
     without `export_dir`. A serving process then needs no reload of the preset."""
     if config.export_dir is None:
         return None
-    from keras_bert_zoo.data.glue import GLUE_TASKS, glue_format
     from keras_bert_zoo.export import export
 
     pair = config.task in GLUE_TASKS and len(glue_format(config.task).text_columns) == 2

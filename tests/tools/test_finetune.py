@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.data import glue_fixtures
+from tests.helpers import serve_strings
 from tools import finetune
 
 WORDS = ("a good great fine film movie bad dull awful boring it is was the and plot of ok man woman eats "
@@ -76,18 +77,11 @@ def test_sst2_run_writes_results_predictions_preset_and_submission(tmp_path, pre
     assert [r.split("\t")[1] for r in submission[1:]] == [str(i) for i in class_ids[4:]]
     # --export-dir: the fine-tuned model as a SavedModel on raw strings, answering as it was scored.
     assert saved["export_dir"] == str(tmp_path / "served")
-    served = _serve(saved["export_dir"], text=x[:4])
+    served = serve_strings(saved["export_dir"], text=x[:4])
     assert [label.decode() for label in served["label"].numpy()] == [r["prediction"] for r in rows]
     logits = reloaded.predict(x[:4], verbose=0)
     probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-5)
-
-
-def _serve(export_dir, **texts):
-    import tensorflow as tf
-
-    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-    return serve(**{name: tf.constant(list(values)) for name, values in texts.items()})
 
 
 def test_mnli_pairs_score_matched_and_mismatched_dev_sets(tmp_path, preset):
@@ -103,7 +97,7 @@ def test_mnli_pairs_score_matched_and_mismatched_dev_sets(tmp_path, preset):
     from keras_bert_zoo.data.glue import read_glue
 
     first, second = read_glue("mnli", train)[0]
-    served = _serve(results["export_dir"], text_a=first, text_b=second)
+    served = serve_strings(results["export_dir"], text_a=first, text_b=second)
     assert [label.decode() for label in served["label"].numpy()] == [r.split("\t")[1] for r in lines[1:]]
 
 

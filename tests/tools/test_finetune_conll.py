@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from tests.helpers import serve_strings
 from tools import finetune
 
 # The first sentences of CoNLL-2003's train.txt and valid.txt (the IOB2 redistribution), as distributed.
@@ -131,14 +132,12 @@ def test_fine_tuning_writes_results_conll_predictions_and_preset(tmp_path, files
     reloaded = _check_outputs(out, results, dev, BertTokenClassifier)
     assert reloaded.dropout == reloaded.backbone.dropout == 0.2  # --dropout: head and backbone
     # --export-dir: served on raw sentences, the entities are those of the tags the run predicted.
-    import tensorflow as tf
     from seqeval.metrics.sequence_labeling import get_entities
 
     from keras_bert_zoo.data.conll import read_conll
 
     gold = read_conll(dev)
-    serve = tf.saved_model.load(results["export_dir"]).signatures["serving_default"]
-    served = serve(text=tf.constant([" ".join(words) for words in gold.words]))
+    served = serve_strings(results["export_dir"], text=[" ".join(words) for words in gold.words])
     blocks = open(os.path.join(out, "dev_predictions.conll"), encoding="utf-8").read().split("\n\n")
     for i, block in enumerate(blocks):
         entities = get_entities([line.split(" ")[2] for line in block.splitlines()])

@@ -7,6 +7,7 @@ import unicodedata
 
 import pytest
 
+from tests.helpers import serve_strings
 from tests.text.span_passages import HAND_PASSAGES
 from tools import finetune
 
@@ -108,11 +109,8 @@ def test_squad1_run_writes_official_predictions_metrics_and_a_preset_that_reload
         assert answer and answer in context  # v1.1 always answers, with a span of the context
     assert results["dev"] == squad_v1_metrics(predictions, dev.gold_answers())
     # --export-dir: the fine-tuned model served on raw question and context strings answers as scored.
-    import tensorflow as tf
-
-    serve = tf.saved_model.load(results["export_dir"]).signatures["serving_default"]
     questions, contexts = dev.x
-    served = serve(question=tf.constant(list(questions)), context=tf.constant(list(contexts)))
+    served = serve_strings(results["export_dir"], question=questions, context=contexts)
     assert [a.decode() for a in served["answer_text"].numpy()] == list(predictions.values())
     task, answers = _reloaded_answers(out, dev)
     assert answers["answer_text"].tolist() == list(predictions.values())

@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from tests.helpers import serve_strings
 from tools import quickstart
 from tools import quickstart_stages as stages
 
@@ -135,8 +136,6 @@ def test_which_runs_go_to_their_own_process(tmp_path, monkeypatch, overlap):
     process, whose figures reach the block. --overlap: real_pretrained from the start; once it
     has finished, random_init in its own process too, alongside our_pretrained here."""
     import keras_bert_zoo.training.finetuning_run as finetuning_run
-    from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.weights.loading import save_to_preset
 
     fake = ("import json, os\nout = sys.argv[sys.argv.index('--output-dir') + 1]\nos.makedirs(out, exist_ok=True)\n"
             "json.dump(dict(dev={'accuracy': 0.75}, dev_per_epoch=[dict(epoch=1, accuracy=0.75)], epochs=1, "
@@ -154,9 +153,7 @@ def test_which_runs_go_to_their_own_process(tmp_path, monkeypatch, overlap):
     data = dict(_tsv_files(tmp_path), majority_accuracy=0.5, majority_label=1, train_examples=1, dev_examples=1,
                 source="test")
     monkeypatch.setattr(qf, "labelled_data", lambda args, run: data)
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
-    ours = save_to_preset(BertBackbone(vocabulary_size=7, num_layers=1, num_heads=1, hidden_dim=8, intermediate_dim=8,
-                                       max_sequence_length=8), str(tmp_path / "ours"), vocabulary=tokens)
+    ours = _tiny_backbone_preset(str(tmp_path / "ours"), ["a", "b"])
     args = _recipe_args(real_preset=str(tmp_path), overlap=overlap)
     run = stages.RunDir(str(tmp_path / "run"))
     qf_stage2 = qf.Stage2(args, run)
@@ -181,15 +178,10 @@ def test_which_runs_go_to_their_own_process(tmp_path, monkeypatch, overlap):
 def test_stage3_serves_the_fine_tuning_process_export_of_the_best_or_exports_it(tmp_path):
     """Stage 3 moves real_pretrained's own export into export/1 when it is the best; otherwise it
     exports the best from its preset and removes that unused export."""
-    from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.models.bert_classifier import BertClassifier
-    from keras_bert_zoo.weights.loading import save_to_preset
     from tools import quickstart_serve as qs
 
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
-    backbone = save_to_preset(BertBackbone(vocabulary_size=7, num_layers=1, num_heads=1, hidden_dim=8,
-                                           intermediate_dim=8, max_sequence_length=8), str(tmp_path / "b"),
-                              vocabulary=tokens)
+    backbone = _tiny_backbone_preset(str(tmp_path / "b"), ["good", "bad"])
     ours = str(tmp_path / "ours")
     BertClassifier.from_preset(backbone, num_classes=2, labels=["negative", "positive"]).save_to_preset(ours)
     run = stages.RunDir(str(tmp_path / "run"))
@@ -206,7 +198,7 @@ def test_stage3_serves_the_fine_tuning_process_export_of_the_best_or_exports_it(
     args = _recipe_args()
     path, moved = qs._export_best(args, run, finetuning, "our_pretrained")
     assert (path, moved) == (run("export", "1"), False) and not os.path.exists(finetuning["real_pretrained"]["export"])
-    served = _serving_labels(path, ["good", "bad"])
+    served = [label.decode() for label in serve_strings(path, text=["good", "bad"])["label"].numpy()]
     assert served == [["negative", "positive"][i] for i in BertClassifier.from_preset(ours).predict(
         ["good", "bad"], verbose=0).argmax(-1)]
     finetuning["real_pretrained"].update(dev_accuracy=0.8, export=child_export("real, best"))
@@ -234,11 +226,15 @@ def test_stage3_logs_the_throughput_and_the_served_sentences_to_tensorboard(tmp_
         "| positive | 0.912 | positive | a gripping / moving film |", "| negative | 0.610 | positive | dull |"]
 
 
-def _serving_labels(export_dir, texts):
-    import tensorflow as tf
+def _tiny_backbone_preset(directory, words):
+    """A one-layer BertBackbone preset whose vocabulary is the specials and `words`."""
+    from keras_bert_zoo.models.bert_backbone import BertBackbone
+    from keras_bert_zoo.weights.loading import save_to_preset
 
-    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-    return [label.decode() for label in serve(text=tf.constant(texts))["label"].numpy()]
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(words)
+    backbone = BertBackbone(vocabulary_size=len(tokens), num_layers=1, num_heads=1, hidden_dim=8, intermediate_dim=8,
+                            max_sequence_length=8)
+    return save_to_preset(backbone, directory, vocabulary=tokens)
 
 
 NOUNS = ("river stone forest castle engine planet violin garden harbor desert market bridge "
