@@ -270,6 +270,7 @@ def _real_data_or_skip():
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_quickstart_tiny_end_to_end(tmp_path):
     from keras_bert_zoo.text.vocabulary import load_vocabulary
 
