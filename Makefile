@@ -55,19 +55,20 @@ demo: $(STAMP)
 # PYTHONDONTWRITEBYTECODE emptied (this machine sets it): the suite starts ~100 Python processes
 # that import the package and tools, each compiling them from source again (~0.4 s) without .pyc files.
 PYTEST := PYTHONDONTWRITEBYTECODE= TF_NUM_INTRAOP_THREADS=$(TEST_THREADS) $(PY) -m pytest
+PYTEST_ON_WORKERS := $(PYTEST) -n $(TEST_WORKERS) --dist loadfile
 
 # Two parts: the suite on the workers, then the `alone` tests on an otherwise idle machine (the
 # tiny demo runs three TensorFlow processes of its own, so it needs both cores: ~45-55 s alone,
 # ~75 s beside another worker). Both parts always run; either failing fails `make test`; the second
 # finding no test (PYTEST_ARGS selected none) is not a failure.
 test: $(TEST_STAMP)
-	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile -m "not heavy and not alone" tests keras_bert_zoo $(PYTEST_ARGS); \
+	$(PYTEST_ON_WORKERS) -m "not heavy and not alone" tests keras_bert_zoo $(PYTEST_ARGS); \
 	workers=$$?; $(PYTEST) -m "alone and not heavy" tests $(PYTEST_ARGS); alone=$$?; \
 	[ $$alone -eq 5 ] && alone=0; [ $$workers -eq 0 ] && [ $$alone -eq 0 ]
 
 # The learning tests at real size and the slowest variants (`heavy`: minutes each), outside `make test`'s budget.
 test-heavy: $(TEST_STAMP)
-	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile -m heavy tests $(PYTEST_ARGS)
+	$(PYTEST_ON_WORKERS) -m heavy tests $(PYTEST_ARGS)
 
 # Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).
 $(BENCH_STAMP): $(TEST_STAMP)

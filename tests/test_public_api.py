@@ -6,6 +6,8 @@ import subprocess
 import sys
 import types
 
+import pytest
+
 import keras_bert_zoo
 
 USER_FACING = {
@@ -78,9 +80,5 @@ def test_import_needs_no_optional_dependency():
 
 
 def test_unknown_attribute_is_an_attribute_error():
-    try:
+    with pytest.raises(AttributeError, match="no_such_name"):
         keras_bert_zoo.no_such_name
-    except AttributeError as e:
-        assert "no_such_name" in str(e)
-    else:
-        raise AssertionError("keras_bert_zoo.no_such_name resolved")

@@ -331,7 +331,7 @@ def _check_finetuning(run, finetuning):
     assert len(dev_rows) == 1 + finetuning["dev_examples"] == 1 + quickstart.TINY["dev_examples"]
     labels = np.array([int(r.rsplit("\t", 1)[1]) for r in dev_rows[1:]])
     assert finetuning["majority_accuracy"] == pytest.approx(np.mean(labels == finetuning["majority_label"]))
-    served = max(("real_pretrained", "our_pretrained", "random_init"), key=lambda n: finetuning[n]["dev_accuracy"])
+    served = _best(finetuning)
     for name in ("real_pretrained", "our_pretrained", "random_init"):
         results = json.load(open(run / "finetune" / name / "results.json"))
         assert finetuning[name]["dev_accuracy"] == results["dev"]["accuracy"]
@@ -362,9 +362,13 @@ def _check_finetuning(run, finetuning):
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def _best(finetuning):
+    return max(("real_pretrained", "our_pretrained", "random_init"), key=lambda n: finetuning[n]["dev_accuracy"])
+
+
 def _check_serving(run, serving, finetuning):
     """Stage 3: the best model exported; a process without our code classified raw strings."""
-    best = max(("real_pretrained", "our_pretrained", "random_init"), key=lambda n: finetuning[n]["dev_accuracy"])
+    best = _best(finetuning)
     assert serving["model"] == best and os.path.isfile(run / "export" / "1" / "saved_model.pb")
     # real_pretrained's process exported its model: served as is if it is the best, else removed.
     assert serving["exported_while_fine_tuning"] is (best == "real_pretrained")
