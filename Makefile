@@ -70,7 +70,7 @@ test: $(TEST_STAMP)
 test-heavy: $(TEST_STAMP)
 	$(PYTEST_ON_WORKERS) -m heavy tests $(PYTEST_ARGS)
 
-# Peers for tools/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).
+# Peers for benchmarks/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).
 $(BENCH_STAMP): $(TEST_STAMP)
 	$(PY) -m pip install --quiet -e '.[test,demo,bench]'
 	# transformers 5 has no pipeline("question-answering"): the QA bench's HF peer is 4.57.1,
@@ -79,7 +79,7 @@ $(BENCH_STAMP): $(TEST_STAMP)
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
-	$(PY) tools/benchmark.py
+	$(PY) benchmarks/benchmark.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -18,7 +18,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["keras_bert_zoo", "keras_bert_zoo.*"]),
-    data_files=[("share/keras_bert_zoo/presets", ["presets/registry.json"])],
+    package_data={"keras_bert_zoo.presets": ["registry.json"]},
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "keras>=3.15,<4",
@@ -81,9 +81,9 @@ setup(
             "keras-hub==0.32.0",
             "transformers>=5,<6",
             "tokenizers",
-            # HF Trainer (tools/bench/finetuning.py's peer) refuses to start without it.
+            # HF Trainer (benchmarks/finetuning.py's peer) refuses to start without it.
             "accelerate",
-            # tools/bench/quantization.py: the int8 peer, the same BERT exported to ONNX and run by
+            # benchmarks/quantization.py: the int8 peer, the same BERT exported to ONNX and run by
             # ONNX Runtime in fp32 and dynamic int8 (today's usual fastest CPU answer).
             "onnx",
             "onnxruntime",

@@ -25,8 +25,8 @@ from keras_bert_zoo.data.sentences import split_sentences  # noqa: E402
 from keras_bert_zoo.data.squad import load_squad_tfds, read_squad  # noqa: E402
 from keras_bert_zoo.data.swag import read_swag  # noqa: E402
 from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords  # noqa: E402
-from keras_bert_zoo.export import export  # noqa: E402  (the function shadows the module name)
-from keras_bert_zoo.export_hub import export_encoder, export_preprocessor  # noqa: E402
+from keras_bert_zoo.serving.export import export  # noqa: E402  (the function shadows the module name)
+from keras_bert_zoo.serving.hub import export_encoder, export_preprocessor  # noqa: E402
 from keras_bert_zoo.metrics.glue import glue_metrics  # noqa: E402
 from keras_bert_zoo.metrics.glue_dev_metrics import GlueDevMetrics  # noqa: E402
 from keras_bert_zoo.metrics.squad import squad_v1_metrics, squad_v2_metrics  # noqa: E402
@@ -38,7 +38,7 @@ from keras_bert_zoo.models.bert_multiple_choice import BertMultipleChoice  # noq
 from keras_bert_zoo.models.bert_pretrainer import BertPretrainer  # noqa: E402
 from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor  # noqa: E402
 from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier  # noqa: E402
-from keras_bert_zoo.presets import list_presets  # noqa: E402
+from keras_bert_zoo.presets.registry import list_presets  # noqa: E402
 from keras_bert_zoo.text import (  # noqa: E402
     BertPreprocessor,
     BertTokenizer,
@@ -54,20 +54,20 @@ from keras_bert_zoo.text.mlm_masker import MLMMasker  # noqa: E402
 from keras_bert_zoo.text.token_classifier_preprocessor import TokenClassifierPreprocessor  # noqa: E402
 from keras_bert_zoo.training.checkpoints import TrainingCheckpoint  # noqa: E402
 from keras_bert_zoo.training.distribute import get_strategy  # noqa: E402
-from keras_bert_zoo.training.fill_mask import fill_mask  # noqa: E402
-from keras_bert_zoo.training.finetuning_config import FinetuningConfig  # noqa: E402
-from keras_bert_zoo.training.finetuning_run import run_finetuning  # noqa: E402
+from keras_bert_zoo.pretraining.fill_mask import fill_mask  # noqa: E402
+from keras_bert_zoo.finetuning.config import FinetuningConfig  # noqa: E402
+from keras_bert_zoo.finetuning.run import run_finetuning  # noqa: E402
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay  # noqa: E402
-from keras_bert_zoo.training.pretraining_config import PretrainingConfig  # noqa: E402
-from keras_bert_zoo.training.pretraining_loop import fit_resumable  # noqa: E402
-from keras_bert_zoo.training.pretraining_run import run_pretraining  # noqa: E402
-from keras_bert_zoo.weights.loading import get_preset_vocabulary, save_to_preset  # noqa: E402
+from keras_bert_zoo.pretraining.config import PretrainingConfig  # noqa: E402
+from keras_bert_zoo.training.resumable_fit import fit_resumable  # noqa: E402
+from keras_bert_zoo.pretraining.run import run_pretraining  # noqa: E402
+from keras_bert_zoo.presets.loading import get_preset_vocabulary, save_to_preset  # noqa: E402
 
 __version__ = "0.1.0"
 
 # Loaded on first use: the search imports keras-tuner, which imports scikit-learn (~1.2 s of the
 # package's ~1.6 s import on a 2-core host, paid by every process that never searches).
-_LAZY = {"tune": "keras_bert_zoo.training.tuning", "run_tuning": "keras_bert_zoo.training.tuning_run"}
+_LAZY = {"tune": "keras_bert_zoo.finetuning.search.tuner", "run_tuning": "keras_bert_zoo.finetuning.search.run"}
 
 
 def __getattr__(name):

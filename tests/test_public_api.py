@@ -75,8 +75,8 @@ def test_import_needs_no_optional_dependency():
     assert proc.returncode == 0, proc.stderr[-2000:]
     before, after = proc.stdout.strip().splitlines()[-2:]
     assert before == "[]"
-    assert after == ("['keras_tuner'] keras_bert_zoo.training.tuning "
-                     "keras_bert_zoo.training.tuning_run True")
+    assert after == ("['keras_tuner'] keras_bert_zoo.finetuning.search.tuner "
+                     "keras_bert_zoo.finetuning.search.run True")
 
 
 def test_unknown_attribute_is_an_attribute_error():

@@ -67,8 +67,10 @@ def convert(source, target, to, overwrite=False, verify=True):
     """Converts `source` (any preset) into `target` in format `to`; returns a summary line."""
     # Imported here: `--help` and argument errors answer without loading TensorFlow.
     from keras_bert_zoo.utils import files
-    from keras_bert_zoo.weights import configs, google_checkpoint, preset_format
-    from keras_bert_zoo.weights import safetensors_checkpoint, sources
+    from keras_bert_zoo.weights import configs, google_checkpoint
+    from keras_bert_zoo.presets import preset_format
+    from keras_bert_zoo.weights import safetensors_checkpoint
+    from keras_bert_zoo.presets import sources
 
     if to not in FORMATS:
         raise ValueError(f"`to` must be one of {FORMATS}. Received: to={to!r}.")

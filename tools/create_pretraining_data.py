@@ -78,7 +78,7 @@ def main(argv=None):
     from keras_bert_zoo.data.pretraining_report import format_report
     from keras_bert_zoo.data.pretraining_writer import write_pretraining_tfrecords
     from keras_bert_zoo.data.beam_pipeline import write_pretraining_tfrecords_beam
-    from keras_bert_zoo.weights.download import PresetNotAvailableError
+    from keras_bert_zoo.presets.download import PresetNotAvailableError
 
     if args.vocab_file:
         if not os.path.isfile(args.vocab_file):

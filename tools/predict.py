@@ -70,7 +70,7 @@ def main(argv=None):
     import_tensorflow()
     from tqdm import tqdm
 
-    from keras_bert_zoo import export_client
+    from keras_bert_zoo.serving import client as export_client
 
     function = export_client.serving_function(args.model, args.text_inputs)
     names = export_client.input_names(function)

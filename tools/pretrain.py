@@ -98,7 +98,7 @@ def build_parser():
 
 def build_config(args):
     """The `PretrainingConfig` of parsed flags (imports the package: call after parsing)."""
-    from keras_bert_zoo.training.pretraining_config import PretrainingConfig
+    from keras_bert_zoo.pretraining.config import PretrainingConfig
 
     size = {k: getattr(args, k) for k in ("num_layers", "num_heads", "hidden_dim", "intermediate_dim",
                                           "max_sequence_length", "dropout") if getattr(args, k) is not None}
@@ -122,7 +122,7 @@ def main(argv=None):
     if args.tpu:
         os.environ["TPU_NAME"] = args.tpu
     config = build_config(args)
-    from keras_bert_zoo.training.pretraining_run import run_pretraining
+    from keras_bert_zoo.pretraining.run import run_pretraining
 
     result = run_pretraining(config)
     if args.preset and args.load_weights:

@@ -34,7 +34,7 @@ from tools._startup import import_tensorflow  # noqa: E402
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tools import quickstart_stages as stages  # noqa: E402
+from tools.demo import stages  # noqa: E402
 
 TINY = dict(size=None, max_articles=30, vocabulary_size=600, seq_length=64, batch_size=16,
             steps=60, eval_every=30, eval_batches=4, max_predictions=10, learning_rate=2.5e-4,
@@ -199,7 +199,7 @@ def _run_stage(name, summary, run, args, our_preset, stage2=None, client=None):
     elif name == "finetune":
         summary["finetuning"] = stage2.finetune(our_preset)
     else:
-        from tools import quickstart_serve
+        from tools.demo import serve as quickstart_serve
 
         summary["serving"] = quickstart_serve.serve(args, run, summary.get("finetuning"), client)
 
@@ -231,7 +231,7 @@ def main(argv=None):
                     "cpu_seconds": dict(summary.get("cpu_seconds", {})), "load_average_start": load})
     stage2 = None
     if "finetune" in args.stages:
-        from tools.quickstart_finetune import Stage2
+        from tools.demo.finetune import Stage2
 
         stage2 = Stage2(args, run)
         if args.overlap:  # the real weights' fine-tune needs nothing from stage 1
@@ -242,7 +242,7 @@ def main(argv=None):
             if name in args.stages:
                 begin, cpu = time.perf_counter(), _cpu_seconds()
                 if name == "finetune" and "serve" in args.stages:
-                    from tools.quickstart_serve import start_client
+                    from tools.demo.serve import start_client
 
                     client = start_client()
                 ours = summary.get("preset_dir") if "pretrain" in args.stages else args.our_preset or run("preset")

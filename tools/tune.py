@@ -8,7 +8,7 @@ Same flags as tools/finetune.py (its --learning-rate, --batch-size, --epochs are
 --grid paper|small|JSON (paper: lr {5e-5, 4e-5, 3e-5, 2e-5} × batch {16, 32} × epochs {2, 3, 4}),
 --restarts N (each restart its own seed for head initialisation and shuffling; the best restart counts)
 --tuner-dir D (keras-tuner's files; default OUTPUT_DIR/tuner) and --export DIR (the best model as a
-SavedModel on raw strings, keras_bert_zoo.export; finetune.py's --export-dir means the same here).
+SavedModel on raw strings, keras_bert_zoo.serving.export; finetune.py's --export-dir means the same here).
 Kill it and run the same command: finished trials are not run again. Writes OUTPUT_DIR/results.md, heatmap.png, results.json and preset/
 (the best trial's model). A trial is scored by the task's official dev metric at the end of its run.
 """
@@ -33,7 +33,7 @@ def build_parser():
     p.add_argument("--restarts", type=int, default=1, help="random restarts per grid point (the best counts)")
     p.add_argument("--tuner-dir", help="keras-tuner's directory; default OUTPUT_DIR/tuner")
     p.add_argument("--export", help="also export the best model as a SavedModel on raw strings to this directory "
-                   "(keras_bert_zoo.export; written at the end of the search)")
+                   "(keras_bert_zoo.serving.export; written at the end of the search)")
     return p
 
 
@@ -45,9 +45,9 @@ def main(argv=None):
     if given:
         parser.error(f"{', '.join(given)}: the grid sets these; put the values in --grid.")
     # TensorFlow is imported only now, after the flags parsed.
-    from keras_bert_zoo.training.finetuning_run import FinetuningConfig
-    from keras_bert_zoo.training.tuning import resolve_grid
-    from keras_bert_zoo.training.tuning_run import run_tuning
+    from keras_bert_zoo.finetuning.run import FinetuningConfig
+    from keras_bert_zoo.finetuning.search.tuner import resolve_grid
+    from keras_bert_zoo.finetuning.search.run import run_tuning
 
     try:
         grid = resolve_grid(args.grid)

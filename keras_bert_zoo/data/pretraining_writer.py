@@ -45,8 +45,8 @@ def build_tokenizer(spec):
 
     if "preset" in spec:
         from keras_bert_zoo.text.vocabulary import load_vocabulary
-        from keras_bert_zoo.weights.loading import get_preset_vocabulary
-        from keras_bert_zoo.weights.preset_config import preset_lowercase
+        from keras_bert_zoo.presets.loading import get_preset_vocabulary
+        from keras_bert_zoo.presets.config import preset_lowercase
 
         vocabulary = get_preset_vocabulary(spec["preset"])
         lowercase = spec.get("lowercase")

@@ -135,7 +135,7 @@ class BertAttention(keras.layers.Layer):
         (`ops.map`): its scores are `(heads, length, length)`, a few MB that stay in the
         CPU's cache, where the padded batch's `(batch, heads, seq, seq)` scores and the
         mask over them go through memory several times; without padded keys there is no
-        mask, and no scores for padded queries (all-MiniLM-L6-v2 on `tools/bench/qa.py`'s
+        mask, and no scores for padded queries (all-MiniLM-L6-v2 on `benchmarks/qa.py`'s
         115 windows of 384, ~82% real tokens: the forward pass 19.0 → 13.6 s, 2026-12-02,
         AVX2-only CPU). The same outputs as `attend` on the padded batch at the real positions
         (to float rounding); no dropout (inference only). TensorFlow: the lengths are

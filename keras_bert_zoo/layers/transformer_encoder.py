@@ -19,7 +19,7 @@ def gelu(x, approximate=False):
         return keras.activations.gelu(x, approximate=True)
     # x·Φ(x) = x·(1 + erf(x/√2))/2 written with erf on purpose: keras' exact gelu on TF goes
     # through tf.nn.gelu's erfc, ~2× slower in float32 and ~5× slower in bfloat16 on this CPU
-    # (measured in tools/bench/backbone.py's investigation). Same function, |Δ| < 1e-6 in float32.
+    # (measured in benchmarks/backbone.py's investigation). Same function, |Δ| < 1e-6 in float32.
     return x * (0.5 + 0.5 * ops.erf(x * 0.7071067811865476))
 
 

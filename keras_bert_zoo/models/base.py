@@ -5,7 +5,7 @@
 
 import keras
 
-from keras_bert_zoo.weights import preset_config
+from keras_bert_zoo.presets import config as preset_config
 from keras_bert_zoo.weights import mapping
 
 
@@ -60,7 +60,7 @@ class Backbone(keras.Model):
         model = cls(**config)
         if load_weights:
             # Imported here: weights/ depends on models/, not the other way round.
-            from keras_bert_zoo.weights import loading
+            from keras_bert_zoo.presets import loading
 
             loading.load_backbone_weights(model, preset, verify=verify)
         return model

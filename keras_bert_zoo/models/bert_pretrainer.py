@@ -272,7 +272,7 @@ class BertPretrainer(Task):
         pretrainer = cls(backbone, nsp=nsp, objective=objective)
         if load_weights:
             # Imported here, as in `Backbone.from_preset`: weights/ is imported after models/.
-            from keras_bert_zoo.weights.loading import load_pretrainer_weights
+            from keras_bert_zoo.presets.loading import load_pretrainer_weights
 
             load_pretrainer_weights(pretrainer, preset, verify=verify)
         return pretrainer

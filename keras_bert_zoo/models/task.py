@@ -12,7 +12,7 @@ from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models import task_predict
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.predict_precision import predicting_in
-from keras_bert_zoo.models.task_presets import (
+from keras_bert_zoo.presets.task import (
     keras_config, save_task_preset, task_from_keras_config, task_from_preset)
 from keras_bert_zoo.models.task_raw_text import RawTextInputs
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor

@@ -8,8 +8,8 @@ import keras
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.vocabulary import load_vocabulary
 from keras_bert_zoo.utils import keras_internals
-from keras_bert_zoo.weights.loading import get_preset_vocabulary
-from keras_bert_zoo.weights.preset_config import preset_lowercase
+from keras_bert_zoo.presets.loading import get_preset_vocabulary
+from keras_bert_zoo.presets.config import preset_lowercase
 
 
 class TokenizerPreprocessor(keras.layers.Layer):

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_zoo.training.pretraining_eval import write_scalar
+from keras_bert_zoo.training.held_out import write_scalar
 from keras_bert_zoo.training.replica_steps import replica_step_function
 
 

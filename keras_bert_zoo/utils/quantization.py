@@ -8,7 +8,7 @@ attention products stay in the task's float policy.
 
 Why not Keras' own int8 call: on TensorFlow it multiplies int8 by int8 with
 `tf.matmul(..., output_type=int32)`, an Eigen kernel that runs at ~44 GFLOP/s on a
-Zen 4 core pair where the bf16 matmul runs at ~417 (measured, `tools/bench/quantization.py`),
+Zen 4 core pair where the bf16 matmul runs at ~417 (measured, `benchmarks/quantization.py`),
 i.e. int8 would be ~10x *slower* than bf16. TensorFlow's `QuantizedMatMulWithBias`
 (uint8 x int8 -> int32) is oneDNN's VNNI kernel (~560-600 GFLOP/s there). On
 TensorFlow the quantised `Dense` layers therefore compute the same integer product

@@ -115,8 +115,8 @@ def test_data_service_refuses_bad_addresses():
 def test_data_service_drives_pretraining_and_a_resume_restores_the_model(service, corpus, tmp_path):
     """`run_pretraining(data_service=...)`: batches come from the service; after the run, a
     longer run on the same checkpoints resumes the model and step (the input starts afresh)."""
-    from keras_bert_zoo.training.pretraining_config import PretrainingConfig
-    from keras_bert_zoo.training.pretraining_run import run_pretraining
+    from keras_bert_zoo.pretraining.config import PretrainingConfig
+    from keras_bert_zoo.pretraining.run import run_pretraining
 
     paths, tokenizer = corpus
     vocab = os.path.join(os.path.dirname(paths[0]), "vocab.txt")

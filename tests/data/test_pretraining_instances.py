@@ -172,8 +172,8 @@ def test_bad_options_refused(setup):
 
 def test_matches_the_python_port(setup, generated):
     """Same corpus: the pure-Python port of the original gives the same distributions."""
-    from tests.text.reference_tokenizer import FullTokenizer
-    from tools import reference_pretraining_data as port
+    from references.tokenizer import FullTokenizer
+    from references import pretraining_data as port
 
     files, vocab_path, _ = setup
     opts = argparse.Namespace(max_seq_length=S, max_predictions_per_seq=P, random_seed=3, dupe_factor=EPOCHS,

@@ -4,7 +4,7 @@ import numpy as np
 
 from keras_bert_zoo.data.pretraining_writer import build_tokenizer
 from keras_bert_zoo.models.bert_backbone import BertBackbone
-from keras_bert_zoo.weights.loading import save_to_preset
+from keras_bert_zoo.presets.loading import save_to_preset
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

@@ -4,7 +4,7 @@ import tensorflow as tf
 
 from keras_bert_zoo.layers import BertEmbeddings
 from tests.helpers import assert_config_round_trip, assert_mixed_precision
-from tests.models import numpy_bert
+from references import numpy_bert
 from tests.models.randomize import randomize_weights
 
 

@@ -5,7 +5,7 @@ import pytest
 from keras_bert_zoo.layers import TransformerEncoder
 from keras_bert_zoo.utils.keras_internals import flatten_layers
 from tests.helpers import assert_config_round_trip, assert_mixed_precision
-from tests.models import numpy_bert
+from references import numpy_bert
 from tests.models.randomize import randomize_weights
 
 

@@ -11,7 +11,7 @@ from tests.helpers import (
     assert_mixed_precision,
     assert_saved_model_equal,
 )
-from tests.models import numpy_bert
+from references import numpy_bert
 from tests.models.randomize import randomize_weights
 
 

@@ -213,7 +213,7 @@ def test_hf_pipeline_rules_reach_windows_decoding_presets_and_export(tmp_path):
 
     from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
 
-    export_lib = importlib.import_module("keras_bert_zoo.export")  # the module, not the function
+    export_lib = importlib.import_module("keras_bert_zoo.serving.export")  # the module, not the function
 
     preset = _preset(tmp_path)
     task = BertSpanExtractor.from_preset(preset, sequence_length=32, doc_stride=8, max_query_length=6,

@@ -104,7 +104,7 @@ def test_export_loads_presets_and_keras_files_in_the_policy_asked(monkeypatch, t
 
     import keras
 
-    from keras_bert_zoo.export_client import load_task
+    from keras_bert_zoo.serving.client import load_task
     from tools import export as export_tool
 
     assert export_tool.PRECISION_CHOICES == (precision_lib.AUTO,) + precision_lib.PRECISIONS
@@ -127,7 +127,7 @@ def test_export_loads_presets_and_keras_files_in_the_policy_asked(monkeypatch, t
 
     # tools/export.py writes float32 graphs unless asked (a bf16 graph is slow on a CPU without bf16).
     exported = []
-    export_module = importlib.import_module("keras_bert_zoo.export")  # the package's `export` is the function
+    export_module = importlib.import_module("keras_bert_zoo.serving.export")  # the package's `export` is the function
     monkeypatch.setattr(export_module, "export", lambda task, path, **kw: exported.append(task) or path)
     export_tool.main(["--model", str(tmp_path / "preset"), "--output", str(tmp_path / "out")])
     export_tool.main(["--model", str(tmp_path / "preset"), "--output", str(tmp_path / "out"), "--precision", "auto"])

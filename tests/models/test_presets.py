@@ -2,7 +2,8 @@ import keras
 import pytest
 
 import keras_bert_zoo
-from keras_bert_zoo import BertBackbone, presets
+from keras_bert_zoo import BertBackbone
+from keras_bert_zoo.presets import registry as presets
 from keras_bert_zoo.layers import bert_attention, bert_embeddings, transformer_encoder
 from keras_bert_zoo.models import bert_backbone
 

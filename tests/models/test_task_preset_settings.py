@@ -6,7 +6,7 @@ import numpy as np
 from keras_bert_zoo.models.bert_classifier import BertClassifier
 from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier
-from keras_bert_zoo.models.task_presets import preprocessor_settings
+from keras_bert_zoo.presets.task import preprocessor_settings
 from tests.weights import weights_testlib as lib
 
 HF = lib.fixture_dir("gelu")  # vocab w0..w58, hidden 16, 32 positions

@@ -45,5 +45,5 @@ def test_frozen_features_tagger_reaches_clearly_nonzero_entity_f1_on_wnut():
     print("WNUT dev (394 tweets) entity scores:", {k: scores[k] for k in ("precision", "recall", "f1")})
     # All-O scores 0. Seeded, this gives P 0.345, R 0.288, F1 0.314 (the concatenation of the last four
     # layers, Table 7's best; second-to-last gave 0.127 here, too close to the bar). All 2,000 training
-    # tweets, 10 tagger epochs, 128 units: dev F1 0.431 with tools/reproduce_table7.py (docs/ner.md).
+    # tweets, 10 tagger epochs, 128 units: dev F1 0.431 with benchmarks/reproduce_table7.py (docs/ner.md).
     assert scores["f1"] > 0.2

@@ -3,7 +3,7 @@ vocabulary built from it that exercises whole words, sub-words and [UNK]."""
 
 import unicodedata
 
-from tests.text.reference_tokenizer import CJK_RANGES, BasicTokenizer
+from references.tokenizer import CJK_RANGES, BasicTokenizer
 
 ENGLISH = [
     "Hello, world!",

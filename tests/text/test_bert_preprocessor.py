@@ -11,9 +11,9 @@ import tensorflow as tf
 
 from keras_bert_zoo import BertBackbone
 from keras_bert_zoo.text import BertPreprocessor, BertTokenizer
-from keras_bert_zoo.weights.preset_config import preset_lowercase
+from keras_bert_zoo.presets.config import preset_lowercase
 from tests.helpers import assert_config_round_trip, assert_saved_model_equal
-from tests.text.reference_tokenizer import FullTokenizer
+from references.tokenizer import FullTokenizer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "man", "is", "eating", ".",
          "someone", "eat", "##s", "the", "dog", "runs", "!"]

@@ -14,7 +14,7 @@ import tensorflow as tf
 from keras_bert_zoo.text import BertTokenizer
 from tests.helpers import assert_config_round_trip
 from tests.text.parity_corpus import build_vocabulary, parity_corpus
-from tests.text.reference_tokenizer import FullTokenizer
+from references.tokenizer import FullTokenizer
 
 SMALL_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", ",", "!",
                "##s", "cafe", "the", "un", "##aff", "##able", "a", "##b", "i", "##stanbul"]

@@ -11,9 +11,9 @@ from keras_bert_zoo.text import BertTokenizer
 from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor
 from keras_bert_zoo.text.span_windows import max_context_windows, window_geometry
 from tests.helpers import assert_config_round_trip
-from tests.text import reference_run_squad as ref
+from references import run_squad as ref
 from tests.text.parity_corpus import build_vocabulary
-from tests.text.reference_tokenizer import FullTokenizer
+from references.tokenizer import FullTokenizer
 from tests.text.span_passages import HAND_PASSAGES, lee_passages, make_examples
 
 PASSAGES = lee_passages(8) + HAND_PASSAGES

@@ -13,7 +13,7 @@ from keras_bert_zoo.text.vocabulary import (
     save_vocabulary,
     validate_vocabulary,
 )
-from tests.text.reference_tokenizer import FullTokenizer
+from references.tokenizer import FullTokenizer
 
 TOKENS = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s", "ü"]
 CORPUS = [

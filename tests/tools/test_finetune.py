@@ -21,7 +21,7 @@ NEGATIVE = ["a bad film", "a dull movie", "it is awful", "the plot is boring", "
 
 def _tiny_preset(directory, name="tiny_preset", tokens=None):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.weights.loading import save_to_preset
+    from keras_bert_zoo.presets.loading import save_to_preset
 
     tokens = tokens or SPECIALS + list(WORDS) + [".", ","]
     backbone = BertBackbone(vocabulary_size=len(tokens), num_layers=2, num_heads=2, hidden_dim=16,
@@ -130,8 +130,8 @@ def test_bad_flags_are_refused_before_any_work_naming_the_flag(tmp_path, preset)
 
 def test_lowercase_settles_a_preset_whose_casing_reads_wrong(tmp_path, preset):
     from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
-    from keras_bert_zoo.training import finetuning_run
-    from keras_bert_zoo.training.finetuning_config import FinetuningConfig
+    from keras_bert_zoo.finetuning import run as finetuning_run
+    from keras_bert_zoo.finetuning.config import FinetuningConfig
 
     train, dev, _ = _sst2(tmp_path)
     # A folder whose name says cased around an uncased vocabulary with one capital symbol.
@@ -154,7 +154,7 @@ def test_lowercase_settles_a_preset_whose_casing_reads_wrong(tmp_path, preset):
 def test_an_hf_folder_with_a_neutral_name_takes_its_tokenizer_configs_casing(tmp_path):
     """all-MiniLM-L6-v2's folder: a neutral name, an uncased vocabulary holding "ℝ", and HF's
     tokenizer_config.json saying do_lower_case. It read as cased (any capital token decided)."""
-    from keras_bert_zoo.weights.preset_config import preset_lowercase
+    from keras_bert_zoo.presets.config import preset_lowercase
 
     folder = tmp_path / "model"
     folder.mkdir()
@@ -173,7 +173,7 @@ def test_an_hf_folder_with_a_neutral_name_takes_its_tokenizer_configs_casing(tmp
 
 def test_tool_task_choices_are_the_configs():
     from keras_bert_zoo.text.span_windows import RULES
-    from keras_bert_zoo.training.finetuning_config import TASKS
+    from keras_bert_zoo.finetuning.config import TASKS
 
     assert finetune.TASKS == TASKS
     assert finetune.RULES == RULES
@@ -194,8 +194,8 @@ def test_tfds_splits_read_as_the_files_do(tmp_path, preset):
     import tensorflow as tf
     import tensorflow_datasets as tfds
 
-    from keras_bert_zoo.training import finetuning_run
-    from keras_bert_zoo.training.finetuning_config import FinetuningConfig
+    from keras_bert_zoo.finetuning import run as finetuning_run
+    from keras_bert_zoo.finetuning.config import FinetuningConfig
 
     features = tfds.features.FeaturesDict({"sentence": tfds.features.Text(), "idx": tf.int32,
                                            "label": tfds.features.ClassLabel(names=["negative", "positive"])})

@@ -78,7 +78,7 @@ TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "-", "##0", "##1", "##2"
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.weights.loading import save_to_preset
+    from keras_bert_zoo.presets.loading import save_to_preset
 
     root = tmp_path_factory.mktemp("conll")
     (root / "train.txt").write_text(TRAIN, encoding="utf-8")
@@ -180,8 +180,8 @@ def test_bad_flags_and_files_are_refused_naming_the_flag(tmp_path, files):
 
 
 def test_skip_malformed_drops_lines_with_a_wrong_column_count(tmp_path, files):
-    from keras_bert_zoo.training.finetuning_config import FinetuningConfig
-    from keras_bert_zoo.training.finetuning_tagging import read_tagging_data
+    from keras_bert_zoo.finetuning.config import FinetuningConfig
+    from keras_bert_zoo.finetuning.tagging import read_tagging_data
 
     train, dev, preset = files
     broken = tmp_path / "broken.txt"
@@ -193,8 +193,8 @@ def test_skip_malformed_drops_lines_with_a_wrong_column_count(tmp_path, files):
 
 def test_feature_choices_are_the_models():
     from keras_bert_zoo.models.bert_feature_extractor import FEATURES
-    from keras_bert_zoo.training.finetuning_config import FEATURE_CHOICES
-    from tools import reproduce_table7
+    from keras_bert_zoo.finetuning.config import FEATURE_CHOICES
+    from benchmarks import reproduce_table7
 
     assert FEATURE_CHOICES == tuple(FEATURES) == finetune.FEATURE_CHOICES
     assert reproduce_table7.FEATURE_CHOICES == list(FEATURES)

@@ -61,7 +61,7 @@ def _plain(text):
 @pytest.fixture(scope="module")
 def preset(tmp_path_factory):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.weights.loading import save_to_preset
+    from keras_bert_zoo.presets.loading import save_to_preset
 
     texts = HAND_PASSAGES + [q for _, qas in QUESTIONS for q, _ in qas]
     words = sorted({w for t in texts for w in re.findall(r"[\u4e00-\u9fff]|\w+|[^\w\s]", _plain(t))})

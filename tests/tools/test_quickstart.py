@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import serve_strings
 from tools import quickstart
-from tools import quickstart_stages as stages
+from tools.demo import stages
 
 
 def test_text_input_is_split_by_document(tmp_path):
@@ -81,7 +81,7 @@ def test_background_run_gets_the_in_process_recipe(tmp_path):
     """The real-weights run in its own process (tools/finetune.py) is configured exactly as the
     two in-process runs: its flags parse back to the same FinetuningConfig."""
     from tools import finetune as finetune_cli
-    from tools import quickstart_finetune as qf
+    from tools.demo import finetune as qf
     args = _recipe_args(finetune_learning_rate=3.1e-5, finetune_seq_length=48, finetune_dropout=0.15)
     data = _tsv_files(tmp_path)
     run = stages.RunDir(str(tmp_path / "run"))
@@ -93,7 +93,7 @@ def test_background_run_gets_the_in_process_recipe(tmp_path):
 
 
 def _fake_cli(tmp_path, monkeypatch, body):
-    from tools import quickstart_finetune as qf
+    from tools.demo import finetune as qf
 
     script = tmp_path / "fake_finetune.py"
     script.write_text("import sys, time\n" + body + "\n", encoding="utf-8")
@@ -135,7 +135,7 @@ def test_which_runs_go_to_their_own_process(tmp_path, monkeypatch, overlap):
     """--no-overlap: our_pretrained and random_init here, then real_pretrained in its own
     process, whose figures reach the block. --overlap: real_pretrained from the start; once it
     has finished, random_init in its own process too, alongside our_pretrained here."""
-    import keras_bert_zoo.training.finetuning_run as finetuning_run
+    import keras_bert_zoo.finetuning.run as finetuning_run
 
     fake = ("import json, os\nout = sys.argv[sys.argv.index('--output-dir') + 1]\nos.makedirs(out, exist_ok=True)\n"
             "json.dump(dict(dev={'accuracy': 0.75}, dev_per_epoch=[dict(epoch=1, accuracy=0.75)], epochs=1, "
@@ -179,7 +179,7 @@ def test_stage3_serves_the_fine_tuning_process_export_of_the_best_or_exports_it(
     """Stage 3 moves real_pretrained's own export into export/1 when it is the best; otherwise it
     exports the best from its preset and removes that unused export."""
     from keras_bert_zoo.models.bert_classifier import BertClassifier
-    from tools import quickstart_serve as qs
+    from tools.demo import serve as qs
 
     backbone = _tiny_backbone_preset(str(tmp_path / "b"), ["good", "bad"])
     ours = str(tmp_path / "ours")
@@ -210,7 +210,7 @@ def test_stage3_serves_the_fine_tuning_process_export_of_the_best_or_exports_it(
 def test_stage3_logs_the_throughput_and_the_served_sentences_to_tensorboard(tmp_path):
     import tensorflow as tf
 
-    from tools import quickstart_serve as qs
+    from tools.demo import serve as qs
 
     answer = {"sentences_per_second": 84.5, "predictions": [
         {"text": "a gripping | moving film", "label": "positive", "probability": 0.9123},
@@ -229,7 +229,7 @@ def test_stage3_logs_the_throughput_and_the_served_sentences_to_tensorboard(tmp_
 def _tiny_backbone_preset(directory, words):
     """A one-layer BertBackbone preset whose vocabulary is the specials and `words`."""
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.weights.loading import save_to_preset
+    from keras_bert_zoo.presets.loading import save_to_preset
 
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(words)
     backbone = BertBackbone(vocabulary_size=len(tokens), num_layers=1, num_heads=1, hidden_dim=8, intermediate_dim=8,
@@ -324,7 +324,7 @@ def test_quickstart_tiny_end_to_end(tmp_path):
 def _check_finetuning(run, finetuning):
     """Stage 2: real Rotten Tomatoes snippets, three starting points, one recipe."""
     from keras_bert_zoo.models.bert_classifier import BertClassifier
-    from keras_bert_zoo.weights.loading import read_preset_tensors
+    from keras_bert_zoo.presets.loading import read_preset_tensors
 
     assert finetuning["train_examples"] == quickstart.TINY["train_examples"]
     dev_rows = open(run / "finetune" / "data" / "dev.tsv", encoding="utf-8").read().splitlines()

@@ -81,9 +81,9 @@ def test_feature_extractor_preset_serves_as_the_task():
 
     import tensorflow as tf
 
-    from keras_bert_zoo import export_client
-    from keras_bert_zoo.export import serving_functions
-    from keras_bert_zoo.export_tasks import serving_spec
+    from keras_bert_zoo.serving import client as export_client
+    from keras_bert_zoo.serving.export import serving_functions
+    from keras_bert_zoo.serving.specs import serving_spec
     from tests.models.test_bert_feature_extractor import _extractor
 
     task = _extractor()

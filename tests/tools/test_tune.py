@@ -78,8 +78,8 @@ def test_tune_refuses_bad_grids_and_grid_flags_before_any_trial(polarity_files, 
         with pytest.raises(SystemExit):
             tune.main(_argv(paths, preset, tmp_path / "bad", *more))
         assert message in capsys.readouterr().err
-    from keras_bert_zoo.training.finetuning_config import FinetuningConfig
-    from keras_bert_zoo.training.tuning_run import run_tuning
+    from keras_bert_zoo.finetuning.config import FinetuningConfig
+    from keras_bert_zoo.finetuning.search.run import run_tuning
 
     config = FinetuningConfig("sst2", paths[0], paths[1], preset, str(tmp_path / "bad"), progress=False)
     with pytest.raises(ValueError, match="not the objective 'pearson'"):
@@ -131,8 +131,8 @@ def test_tune_under_bfloat16_reports_a_finite_dev_metric(polarity_files, tmp_pat
     result = tune.main(_one_trial(paths, preset, tmp_path / "bf16", "--precision", "mixed_bfloat16"))
     assert len(result["trials"]) == 1 and 0.0 <= result["best"]["accuracy"] <= 1.0
     # The trials' tasks are built in bf16 (the kept preset reloads in the caller's policy).
-    from keras_bert_zoo.training.finetuning_config import FinetuningConfig
-    from keras_bert_zoo.training.tuning_tasks import task_kind
+    from keras_bert_zoo.finetuning.config import FinetuningConfig
+    from keras_bert_zoo.finetuning.search.kinds import task_kind
 
     config = FinetuningConfig("sst2", paths[0], paths[1], preset, str(tmp_path / "k"),
                               sequence_length=32, precision="mixed_bfloat16")

@@ -80,7 +80,7 @@ def main():
     import numpy as np
 
     from keras_bert_zoo.training.distribute import get_strategy
-    from keras_bert_zoo.training.pretraining_loop import fit_resumable
+    from keras_bert_zoo.training.resumable_fit import fit_resumable
     from tests.training import tiny
 
     if args.kill_in_save_at:

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_zoo.training.callbacks import NonFiniteError
-from keras_bert_zoo.training.pretraining_loop import fit_resumable
+from keras_bert_zoo.training.resumable_fit import fit_resumable
 from tests.training import tiny
 
 

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_zoo.training.checkpoints import CheckpointCorruptError, TrainingCheckpoint
-from keras_bert_zoo.training.pretraining_loop import fit_resumable
+from keras_bert_zoo.training.resumable_fit import fit_resumable
 from tests.training import tiny
 
 HELPER = os.path.join(os.path.dirname(__file__), "run_tiny_pretraining.py")

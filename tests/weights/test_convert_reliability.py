@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from keras_bert_zoo.weights import download, loading, safetensors_checkpoint
+from keras_bert_zoo.presets import download, loading
+from keras_bert_zoo.weights import safetensors_checkpoint
 from tests.weights import weights_testlib as lib
 from tools import convert_checkpoint
 

@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from keras_bert_zoo.models.bert_backbone import BertBackbone
-from keras_bert_zoo.weights import download, loading, preset_config
+from keras_bert_zoo.presets import download, loading, config as preset_config
 from tests.weights import weights_testlib as lib
 
 

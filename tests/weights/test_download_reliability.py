@@ -16,7 +16,7 @@ import zipfile
 import pytest
 
 from keras_bert_zoo.utils import archives
-from keras_bert_zoo.weights import download, sources
+from keras_bert_zoo.presets import download, sources
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 

@@ -11,7 +11,7 @@ import pytest
 import safetensors.numpy
 
 from keras_bert_zoo.models.bert_backbone import BertBackbone
-from keras_bert_zoo.weights import loading
+from keras_bert_zoo.presets import loading
 from tests.weights import weights_testlib as lib
 
 

@@ -10,7 +10,7 @@ import pytest
 import safetensors.numpy
 
 from keras_bert_zoo.models.bert_backbone import BertBackbone
-from keras_bert_zoo.weights import loading, preset_config
+from keras_bert_zoo.presets import loading, config as preset_config
 from tests.weights import weights_testlib as lib
 
 

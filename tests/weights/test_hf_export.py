@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
-from keras_bert_zoo.weights.hf_export import save_hf_checkpoint
+from keras_bert_zoo.serving.hf_checkpoint import save_hf_checkpoint
 from tests.models.test_bert_span_extractor import _data, _preset
 
 QUESTIONS, CONTEXTS, _ = _data()

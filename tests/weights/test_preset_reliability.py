@@ -17,7 +17,7 @@ from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.utils import files
-from keras_bert_zoo.weights import download, loading, preset_format
+from keras_bert_zoo.presets import download, loading, preset_format
 from tests.weights import weights_testlib as lib
 
 VOCAB = os.path.join(lib.fixture_dir("gelu"), "vocab.txt")

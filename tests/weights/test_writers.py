@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
-from keras_bert_zoo.weights import loading, preset_config, preset_format
+from keras_bert_zoo.presets import loading, config as preset_config, preset_format
 from tests.weights import weights_testlib as lib
 from tools import convert_checkpoint
 

@@ -1,0 +1,187 @@
+"""`FinetuningConfig`: every setting of one fine-tuning run, validated in one place.
+
+One field per `tools/finetune.py` flag, with its default. `run_finetuning(config)` runs
+it; building the config checks every value and that every input file exists, so a bad
+flag fails before anything is read, built or written, naming the flag.
+"""
+
+import dataclasses
+import os
+
+from keras_bert_zoo.data.glue import GLUE_TASKS
+
+SQUAD_TASKS = ("squad1", "squad2")  # SQuAD v1.1 / v2.0 JSON (keras_bert_zoo.data.squad)
+TAGGING_TASKS = ("conll2003",)  # CoNLL-format NER columns (keras_bert_zoo.data.conll)
+TASKS = GLUE_TASKS + ("swag",) + SQUAD_TASKS + TAGGING_TASKS
+# The §5.3 feature choices (keras_bert_zoo.models.bert_feature_extractor.FEATURES; a test keeps them equal).
+FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
+                   "weighted_sum_all")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+PRECISION_CHOICES = ("auto",) + PRECISIONS  # "auto": keras_bert_zoo.utils.precision.auto_precision()
+TFDS_PREFIX = "tfds:"  # `--train-file tfds:train`: the task's GLUE split from tensorflow-datasets
+
+
+def flag(field):
+    """The command-line flag of a config field: `train_file` -> `--train-file`."""
+    return "--" + field.replace("_", "-")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningConfig:
+    """The settings of a fine-tuning run: one task, its files, a preset, the recipe.
+
+    Data files are the task's own as distributed (GLUE TSVs, SWAG CSVs; see
+    `keras_bert_zoo.data.glue` and `.swag`), or `"tfds:<split>"` for a GLUE split that
+    tensorflow-datasets prepared under `tfds_data_dir` (e.g. `"tfds:validation_matched"`).
+    Any sentence-polarity data in SST-2's layout (`sentence<TAB>label`, a header row)
+    runs as `task="sst2"`; `keras_bert_zoo.data.polarity.write_polarity_tsv` writes the
+    Rotten Tomatoes snippets so.
+
+    Raises:
+        ValueError: a setting is out of range, contradicts another or names a missing
+            file; the message names the flag.
+
+    Examples:
+    >>> config = keras_bert_zoo.FinetuningConfig("mrpc", "MRPC/train.tsv", "MRPC/dev.tsv",
+    ...                                          "bert_base_en_uncased", "runs/mrpc", epochs=3)
+    >>> config.batch_size, config.learning_rate
+    (32, 5e-05)
+    """
+
+    task: str  # one of TASKS: the nine GLUE tasks, "swag", "squad1", "squad2" or "conll2003"
+    train_file: str  # training data (the task's file as distributed, or "tfds:<split>")
+    dev_file: str  # labelled dev set, scored with the task's official metrics after every epoch
+    preset: str  # checkpoint to start from: registry name, our/Google/HF directory, zip or ckpt
+    output_dir: str  # results.json, dev_predictions.tsv, preset/, GLUE's submission file
+    test_file: str = None  # unlabelled test set: GLUE's submission file (SWAG: test_predictions.tsv)
+    dev_mismatched_file: str = None  # MNLI only: the mismatched dev set, scored too
+    epochs: int = 3  # passes over the training data
+    batch_size: int = 32  # global batch size (summed over replicas)
+    learning_rate: float = 5e-5  # peak learning rate (the paper's grid: 5e-5, 4e-5, 3e-5, 2e-5)
+    warmup_ratio: float = 0.1  # share of the run's steps with linear warm-up (then linear decay to 0)
+    dropout: float = None  # dropout of the backbone and the task's head (None: the preset's; the paper's 0.1)
+    sequence_length: int = None  # tokens per input, [CLS]/[SEP] included (None: 128; SQuAD 384, windowed)
+    seed: int = 12345  # head initialisation, dropout and data order
+    max_train_examples: int = None  # use only the first N training rows (None: all)
+    strategy: str = "auto"  # see `keras_bert_zoo.get_strategy`
+    # float32 by default, "auto" on request (bf16 where native; resolved here), unlike a task built
+    # without `dtype`: a run's numbers (and a v2.0 null threshold tuned on its scores) are then the
+    # same on every CPU kind, and a short bf16 run can stall where float32 learns (the demo's
+    # all-MiniLM-L6-v2 on 512 examples stayed at the majority class in bf16, 0.705 in float32).
+    # (A bf16 run's dev predictions used to fail under MultiWorkerMirroredStrategy: fixed, tested.)
+    precision: str = "float32"
+    lowercase: bool = None  # None: the preset's casing; a value that contradicts it is refused
+    tfds_data_dir: str = None  # where "tfds:<split>" datasets were prepared (None: tfds's default)
+    skip_malformed: bool = False  # drop malformed rows (counted in the log) instead of failing
+    progress: bool = True  # a progress bar per epoch and the dev metrics printed after each
+    # Also export the fine-tuned task here, a SavedModel that answers raw strings (keras_bert_zoo.serving.export;
+    # GLUE pair tasks take text_a/text_b), in the run's precision: the model the dev scores are of.
+    export_dir: str = None
+    # SQuAD only (task squad1/squad2); None: the task's default (sequence_length 384 for SQuAD).
+    doc_stride: int = None  # context tokens between window starts (run_squad.py: 128)
+    max_query_length: int = None  # question tokens kept (run_squad.py: 64)
+    max_answer_length: int = None  # longest answer in tokens when decoding (run_squad.py: 30)
+    rules: str = None  # windows and decoding: "original" (run_squad.py, the default) or "hf_pipeline"
+    # CoNLL only: train a BiLSTM tagger on frozen BERT features (paper §5.3) instead of fine-tuning.
+    feature_based: str = None  # one of FEATURE_CHOICES, or None to fine-tune
+    lstm_units: int = None  # feature-based only: BiLSTM units per direction (None: 768, the paper's)
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"{flag('task')}: unknown task. Received: task={self.task!r}. Use one of {TASKS}.")
+        if self.sequence_length is None:  # frozen: the task's default is filled in once, here
+            object.__setattr__(self, "sequence_length", 384 if self.task in SQUAD_TASKS else 128)
+        for name in ("epochs", "batch_size", "sequence_length"):
+            self._check_int(name, minimum=1)
+        self._check_int("seed", minimum=0)
+        if self.max_train_examples is not None:
+            self._check_int("max_train_examples", minimum=1)
+        if not isinstance(self.learning_rate, (int, float)) or not self.learning_rate > 0:
+            raise ValueError(f"{flag('learning_rate')} must be positive. Received: learning_rate={self.learning_rate!r}.")
+        if not isinstance(self.warmup_ratio, (int, float)) or not 0.0 <= self.warmup_ratio <= 1.0:
+            raise ValueError(f"{flag('warmup_ratio')} must be in [0, 1]. Received: warmup_ratio={self.warmup_ratio!r}.")
+        if self.dropout is not None and (isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float))
+                                         or not 0.0 <= self.dropout < 1.0):
+            raise ValueError(f"{flag('dropout')} must be in [0, 1). Received: dropout={self.dropout!r}. "
+                             "Leave it out to keep the preset's (BERT's 0.1).")
+        if self.precision not in PRECISION_CHOICES:
+            raise ValueError(f"{flag('precision')}: unknown precision. Received: precision={self.precision!r}. "
+                             f"Use one of {PRECISION_CHOICES}.")
+        from keras_bert_zoo.utils.precision import resolve_precision
+
+        # Resolved once: the run, its results.json and its tuning trials all see the concrete policy.
+        object.__setattr__(self, "precision", resolve_precision(self.precision))
+        from keras_bert_zoo.training.distribute import STRATEGIES
+
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"{flag('strategy')}: unknown strategy. Received: strategy={self.strategy!r}. "
+                             f"Use one of {STRATEGIES}.")
+        for name in ("doc_stride", "max_query_length", "max_answer_length"):
+            if getattr(self, name) is not None:
+                if self.task not in SQUAD_TASKS:
+                    raise ValueError(f"{flag(name)} is SQuAD's (task squad1 or squad2). "
+                                     f"Received it with task={self.task!r}.")
+                self._check_int(name, minimum=1)
+        if self.rules is not None:
+            from keras_bert_zoo.text.span_windows import RULES
+
+            if self.task not in SQUAD_TASKS:
+                raise ValueError(f"{flag('rules')} is SQuAD's (task squad1 or squad2). "
+                                 f"Received it with task={self.task!r}.")
+            if self.rules not in RULES:
+                raise ValueError(f"{flag('rules')}: unknown rules. Received: rules={self.rules!r}. Use one of {RULES}.")
+        if self.feature_based is not None:
+            if self.task not in TAGGING_TASKS:
+                raise ValueError(f"{flag('feature_based')} is for token classification (task conll2003). "
+                                 f"Received it with task={self.task!r}.")
+            if self.feature_based not in FEATURE_CHOICES:
+                raise ValueError(f"{flag('feature_based')}: unknown feature choice. Received: "
+                                 f"feature_based={self.feature_based!r}. Use one of {FEATURE_CHOICES}.")
+        if self.lstm_units is not None:
+            if self.feature_based is None:
+                raise ValueError(f"{flag('lstm_units')} sizes the feature-based tagger; give --feature-based too. "
+                                 f"Received: lstm_units={self.lstm_units!r}.")
+            self._check_int("lstm_units", minimum=1)
+        if self.dev_mismatched_file is not None and self.task != "mnli":
+            raise ValueError(f"{flag('dev_mismatched_file')} is MNLI's. Received it with task={self.task!r}.")
+        for name in ("train_file", "dev_file", "test_file", "dev_mismatched_file"):
+            self._check_source(name)
+        if not isinstance(self.preset, str) or not self.preset:
+            raise ValueError(f"{flag('preset')} is required (a preset name or path). Received: preset={self.preset!r}.")
+        for name in ("output_dir", "export_dir"):
+            value = getattr(self, name)
+            if value is not None and os.path.isfile(value):
+                raise ValueError(f"{flag(name)} is a file, not a directory. Received: {value!r}.")
+
+    def _check_int(self, name, minimum):
+        value = getattr(self, name)
+        if not _is_int(value) or value < minimum:
+            raise ValueError(f"{flag(name)} must be an integer >= {minimum}. Received: {name}={value!r}.")
+
+    def _check_source(self, name):
+        value = getattr(self, name)
+        if value is None and name in ("test_file", "dev_mismatched_file"):
+            return
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{flag(name)} is required. Received: {name}={value!r}.")
+        if value.startswith(TFDS_PREFIX):
+            if self.task == "swag":
+                raise ValueError(f"{flag(name)}: tensorflow-datasets has no SWAG (only hellaswag). "
+                                 f"Received: {name}={value!r}. Give SWAG's CSV file.")
+            if not value[len(TFDS_PREFIX):]:
+                raise ValueError(f"{flag(name)}: name a tfds split after 'tfds:'. Received: {name}={value!r}.")
+        elif not os.path.isfile(value):
+            raise ValueError(f"{flag(name)}: no such file. Received: {name}={value!r}.")
+
+    def dropout_kwargs(self):
+        """`{"dropout": rate}` for a task's `from_preset` (backbone and head), or `{}` for the preset's."""
+        return {} if self.dropout is None else {"dropout": float(self.dropout)}
+
+    def is_tfds(self, name):
+        """Whether the data field `name` names a tensorflow-datasets split."""
+        value = getattr(self, name)
+        return value is not None and value.startswith(TFDS_PREFIX)

@@ -1,0 +1,100 @@
+"""`run_tuning`: the core of `tools/tune.py`, the paper's search over a `tools/finetune.py` run.
+
+Every trial is the fine-tuning run that `run_finetuning` makes (same data readers, task,
+default compile and official dev metrics), with the trial's learning rate, batch size,
+epochs and restart seed. Writes into `output_dir`:
+
+- `results.md` (every trial, the best marked) and `heatmap.png` (dev metric of the best
+  restart over learning rate × batch size, one panel per epoch count);
+- `results.json` (the same rows, plus the objective);
+- `preset/`: the best trial's fine-tuned task (kept as the search goes, so a killed search
+  keeps the best so far);
+- with `export`: the best model as a SavedModel (`keras_bert_zoo.serving.export`), written at the end.
+
+What differs per task kind (GLUE/SWAG, SQuAD, CoNLL NER: data, task, dev metric) is in
+`tuning_tasks.py`.
+keras-tuner's own files go to `tuner_dir` (default `output_dir/tuner`): run the same command
+again to resume.
+"""
+
+import os
+
+from keras_bert_zoo.finetuning.config import SQUAD_TASKS, TAGGING_TASKS, FinetuningConfig
+from keras_bert_zoo.finetuning.search.tuner import resolve_grid, tune
+from keras_bert_zoo.finetuning.search.report import write_search_report
+from keras_bert_zoo.finetuning.search.kinds import GLUE_OBJECTIVES
+
+def task_objective(task):
+    """The dev metric the search maximises: MCC (CoLA), F1 (MRPC, QQP, SQuAD, NER), Pearson (STS-B), else accuracy."""
+    if task in SQUAD_TASKS or task in TAGGING_TASKS:
+        return "f1"
+    return GLUE_OBJECTIVES.get(task, "accuracy")
+
+
+def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None, export=None):
+    """Runs the paper's fine-tuning search for one task (see the module docstring).
+
+    Args:
+        config: `FinetuningConfig`. The task, files, preset and recipe; its `learning_rate`,
+            `batch_size`, `epochs` and `seed` are replaced per trial (restart r: seed + r).
+        grid: "paper", "small", a JSON string or a dict (`tuning.resolve_grid`).
+        restarts: int. Random restarts per grid point. Defaults to 1.
+        tuner_dir: str or None. keras-tuner's directory (default `<output_dir>/tuner`).
+        objective: str or None. The dev metric to maximise (default: `task_objective`).
+        export: str or None. Where `keras_bert_zoo.serving.export` writes the best model as a
+            SavedModel at the end of the search (atomic; a resumed search writes it again
+            from `preset/`, so it always matches the best trial).
+
+    Returns:
+        dict: `objective`, `trials` (rows, grid order, `best` marked), `best`, `output_dir`, `export`.
+    """
+    from keras_bert_zoo.finetuning import run as ft
+    from keras_bert_zoo.finetuning.search.kinds import task_kind
+
+    if not isinstance(config, FinetuningConfig):
+        raise TypeError(f"`config` must be a FinetuningConfig. Received: {type(config).__name__}.")
+    grid = resolve_grid(grid)
+    if not isinstance(restarts, int) or isinstance(restarts, bool) or restarts < 1:
+        raise ValueError(f"`restarts` must be a positive int. Received: restarts={restarts!r}.")
+    if export is not None and (not isinstance(export, str) or not export):
+        raise ValueError(f"`export` must be a directory path or None. Received: export={export!r}.")
+    if config.export_dir is not None:  # each trial would overwrite it: the search exports its best
+        raise ValueError(f"`config.export_dir` is one run's export; a search exports its best trial with "
+                         f"`export` (tools/tune.py --export). Received: export_dir={config.export_dir!r}.")
+    lowercase, detected = ft.check_preset(config)
+    kind = task_kind(config, lowercase, detected)
+    objective = objective or kind.default_objective
+    if objective not in kind.objectives:
+        raise ValueError(f"Task {config.task!r} reports {tuple(kind.objectives)}, not the objective "
+                         f"{objective!r}. Received: objective={objective!r}.")
+    tuner_dir = tuner_dir or os.path.join(config.output_dir, "tuner")
+    train, _ = kind.read()
+
+    from keras_bert_zoo.training.distribute import get_strategy
+
+    best_preset = os.path.join(config.output_dir, "preset")
+    rows = tune(kind.build, train, kind.evaluate, objective, tuner_dir, grid=grid, restarts=restarts,
+                seed=config.seed, save_best=lambda task, values: task.save_to_preset(best_preset),
+                distribution_strategy=get_strategy(config.strategy), progress=config.progress)
+    write_search_report(rows, objective, config.output_dir, title=f"Fine-tuning search: {config.task}")
+    from keras_bert_zoo.utils.files import atomic_write_json
+
+    best = next(r for r in rows if r["best"])
+    atomic_write_json(os.path.join(config.output_dir, "results.json"),
+                      {"task": config.task, "preset": config.preset, "objective": objective, "grid": grid,
+                       "restarts": restarts, "trials": rows, "best": best})
+    if export is not None:
+        export = export_best(kind, best_preset, export, dtype=config.precision)
+    return {"objective": objective, "trials": rows, "best": best, "output_dir": config.output_dir,
+            "export": export}
+
+
+def export_best(kind, preset, path, dtype=None):
+    """Exports the best trial's task, reloaded from its preset, as a SavedModel at `path`.
+
+    `dtype`: the policy the trials ran in (a preset keeps none; without it a bf16 CPU would
+    export bf16 graphs of a model scored in float32)."""
+    from keras_bert_zoo.serving.export import export
+
+    task = kind.task_class.from_preset(preset, dtype=dtype)  # the preset keeps the casing the search tokenized with
+    return export(task, path, text_inputs=kind.text_inputs)

@@ -1,0 +1,125 @@
+"""How a `Task` is written as a preset and built from one (`Task.save_to_preset`/`from_preset`):
+the task's config, the preprocessor's settings and casing beside the weights, and the head
+from the checkpoint where it has one."""
+
+import inspect
+
+from keras_bert_zoo.utils import quantization
+from keras_bert_zoo.presets import loading, preset_format
+from keras_bert_zoo.weights import mapping
+
+
+def save_task_preset(task, directory):
+    """Writes `task` as a preset (see `Task.save_to_preset`).
+
+    A quantised task is written as its dequantised float weights plus the mode
+    (`task.quantization`); `from_preset` quantises them again, which gives back the
+    same int8 kernels."""
+    extra = {"task": {"class_name": type(task).__name__, "config": task.task_config()}}
+    if task.preprocessor is not None:
+        extra["preprocessor"] = preprocessor_settings(task.preprocessor)
+        extra["lowercase"] = bool(task.preprocessor.tokenizer.lowercase)
+    mode = quantization.quantization_mode(task)
+    if mode is None:
+        return loading.save_to_preset(task, directory, extra=extra)
+    extra["task"]["quantization"] = mode
+    floats = quantization.dequantized_variables(task)
+    tensors = mapping.collect_tensors({n: floats.get(id(v), v) for n, v in task.declared_variables().items()})
+    vocabulary = task.preprocessor.tokenizer if task.preprocessor is not None else None
+    return preset_format.write_preset(
+        directory, tensors, loading.backbone_config(task.backbone), vocabulary=vocabulary, extra=extra
+    )
+
+
+def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
+    """Builds the `Task` subclass `cls` from a preset (see `Task.from_preset`); `kwargs` is
+    consumed: task and preprocessor arguments are taken out, the rest configures the backbone."""
+    saved = loading.read_task_config(preset)
+    task = saved.get("task") or {}
+    task_kwargs = dict(task.get("config", {})) if task.get("class_name") == cls.__name__ else {}
+    own = set(inspect.signature(cls.__init__).parameters) - {"self", "backbone", "preprocessor", "kwargs"}
+    explicit = {k: kwargs.pop(k) for k in list(kwargs) if k in own}
+    # The saved preprocessor settings, each overridden by a value the caller gives.
+    accepted = _preset_arguments(cls.preprocessor_cls.from_preset) - {"sequence_length", "lowercase"}
+    stored = saved.get("preprocessor") or {}
+    settings = {k: v for k, v in stored.items() if k in accepted}
+    settings.update({k: v for k, v in ((k, kwargs.pop(k)) for k in list(kwargs) if k in accepted)
+                     if v is not None})
+    task_kwargs.update({k: v for k, v in explicit.items() if v is not None})
+    # An argument of both the task and its preprocessor (a span extractor's `rules`) sets both.
+    settings.update({k: v for k, v in explicit.items() if k in accepted and v is not None})
+    if explicit.get("dropout") is not None:
+        kwargs.setdefault("dropout", explicit["dropout"])
+    tensors = source = None
+    if load_weights:
+        tensors, source = loading.read_preset_tensors(preset)
+        for key, value in cls.config_from_checkpoint(tensors).items():
+            task_kwargs.setdefault(key, value)
+    for key, value in cls.preset_defaults.items():
+        task_kwargs.setdefault(key, value)
+    backbone = cls.backbone_cls.from_preset(preset, load_weights=False, **kwargs)
+    length = sequence_length or stored.get("sequence_length")
+    if length is None:
+        length = min(cls.default_sequence_length, backbone.max_sequence_length)
+    if length > backbone.max_sequence_length:
+        raise ValueError(
+            f"`sequence_length` must be at most the backbone's max_sequence_length="
+            f"{backbone.max_sequence_length}. Received: sequence_length={length}."
+        )
+    preprocessor = cls.preprocessor_cls.from_preset(preset, sequence_length=length, **settings)
+    model = cls(backbone, preprocessor=preprocessor, **task_kwargs)
+    if load_weights:
+        loading.assign_declared_weights(model, tensors, source, missing_heads="fresh")
+    if task.get("class_name") == cls.__name__ and task.get("quantization"):
+        model.quantize(task["quantization"])
+    return model
+
+
+def _preset_arguments(function):
+    """The named arguments of a `from_preset` (no `preset`, no `**kwargs`)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {name for name, p in inspect.signature(function).parameters.items() if p.kind in kinds} - {"preset"}
+
+
+def preprocessor_settings(preprocessor):
+    """What a preset stores of a preprocessor: its constructor arguments that are plain
+    values (`sequence_length`, `truncate`, `doc_stride`, `max_query_length`,
+    `window_stride`, ...), not the tokenizer; `type(preprocessor).from_preset(preset,
+    **settings)` rebuilds it with the preset's vocabulary."""
+    config = preprocessor.get_config()
+    names = _preset_arguments(type(preprocessor).__init__) - {"self", "tokenizer"}
+    plain = (bool, int, float, str, type(None))
+    return {name: config[name] for name in sorted(names) if name in config and isinstance(config[name], plain)}
+
+
+def keras_config(task):
+    """`Task.get_config`: backbone and preprocessor serialised, plus the quantisation mode."""
+    import keras
+
+    config = {
+        "backbone": keras.saving.serialize_keras_object(task.backbone),
+        "preprocessor": (
+            None if task.preprocessor is None else keras.saving.serialize_keras_object(task.preprocessor)
+        ),
+        "name": task.name,
+        "trainable": task.trainable,
+    }
+    mode = quantization.quantization_mode(task)
+    if mode:
+        config["quantization"] = mode  # from_config quantises before the weights load
+    return config
+
+
+def task_from_keras_config(cls, config):
+    """`Task.from_config`: the inverse of `keras_config`."""
+    import keras
+
+    config = dict(config)
+    mode = config.pop("quantization", None)
+    for key in ("backbone", "preprocessor"):
+        if isinstance(config.get(key), dict):
+            config[key] = keras.saving.deserialize_keras_object(config[key])
+    task = cls(**config)
+    if mode:
+        task.quantize(mode)
+    return task

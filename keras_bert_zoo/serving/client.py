@@ -1,0 +1,175 @@
+"""Answering JSON requests with an exported SavedModel or a preset, in TF Serving's REST shapes.
+
+`tools/predict.py` is argparse over this module. A request is what TF Serving's REST
+predict API takes, answered as it answers:
+
+- row format: `{"instances": [{"text": "..."}, ...]}` -> `{"predictions": [{"label": ...,
+  "label_id": ..., "probabilities": [...]}, ...]}`; with a single input, an instance may be
+  the bare value (`{"instances": ["a film", ...]}`);
+- columnar format: `{"inputs": {"text": [...]}}` -> `{"outputs": {"label": [...], ...}}`.
+
+Strings come back as text (invalid UTF-8 bytes replaced), tensors as nested lists. Rows
+are run in batches of similar length (sorted by characters) and returned in their order.
+"""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the ops an exported graph uses)
+
+DEFAULT_BATCH_SIZE = 32
+
+
+def _task_class(name):
+    from keras_bert_zoo.models import (bert_classifier, bert_feature_extractor, bert_multiple_choice,
+                                       bert_pretrainer, bert_span_extractor, bert_token_classifier)
+
+    classes = {
+        "BertClassifier": bert_classifier.BertClassifier,
+        "BertMultipleChoice": bert_multiple_choice.BertMultipleChoice,
+        "BertSpanExtractor": bert_span_extractor.BertSpanExtractor,
+        "BertTokenClassifier": bert_token_classifier.BertTokenClassifier,
+        "BertFeatureExtractor": bert_feature_extractor.BertFeatureExtractor,
+        "BertPretrainer": bert_pretrainer.BertPretrainer,
+    }
+    if name not in classes:
+        raise ValueError(f"The preset holds a {name!r} task; exportable here: {sorted(classes)}.")
+    return classes[name]
+
+
+def load_task(model, text_inputs=None, dtype=None):
+    """A fine-tuned task from a preset directory (saved by `save_to_preset`) or a `.keras` file.
+
+    `dtype`: None (the model's default, `utils.precision.default_policy()`: bf16 on a CPU
+    with native bf16), `"auto"` or a policy name. A `.keras` file saved with an explicit
+    policy keeps it (a warning says so when `dtype` asks for another).
+    """
+    import keras
+
+    from keras_bert_zoo.presets import loading
+
+    if str(model).endswith(".keras"):
+        _task_class("BertClassifier")  # registers the task classes before deserializing
+        return _load_keras_file(model, dtype)
+    task = loading.read_task_config(model).get("task")
+    if not task:
+        raise ValueError(
+            f"`model` must be a task preset (written by task.save_to_preset) or a .keras file. "
+            f"Received: {model!r}, which holds no task. Fine-tune and save the task first."
+        )
+    return _task_class(task["class_name"]).from_preset(model, dtype=dtype)
+
+
+def _load_keras_file(path, dtype):
+    """`keras.saving.load_model`; a policy saved as "pick on loading" (None) takes `dtype`."""
+    import warnings
+
+    import keras
+
+    from keras_bert_zoo.utils import precision
+
+    if dtype is None:
+        return keras.saving.load_model(path, safe_mode=True)
+    wanted = precision.resolve_precision(dtype)
+    saved = os.environ.get(precision.ENV)
+    os.environ[precision.ENV] = wanted  # what `default_policy()` picks while loading
+    try:
+        task = keras.saving.load_model(path, safe_mode=True)
+    finally:
+        if saved is None:
+            os.environ.pop(precision.ENV, None)
+        else:
+            os.environ[precision.ENV] = saved
+    got = task.backbone.dtype_policy.name
+    if got != wanted:
+        warnings.warn(f"{path!r} was saved with dtype={got!r}, which it keeps; dtype={dtype!r} applies to "
+                      f"models saved without one (and to presets).", stacklevel=3)
+    return task
+
+
+def serving_function(model, text_inputs=None):
+    """The `serving_default` function of a SavedModel directory, a preset or a `.keras` file.
+
+    For a preset or `.keras` file it is the function `export` would save, run in
+    process (no SavedModel written).
+    """
+    if os.path.isfile(os.path.join(str(model), "saved_model.pb")):
+        loaded = tf.saved_model.load(str(model))
+        function = loaded.signatures["serving_default"]
+        function._loaded = loaded  # keeps the variables alive with the function
+        return function
+    from keras_bert_zoo.serving import specs as export_tasks
+    from keras_bert_zoo.serving.export import serving_functions
+
+    task = load_task(model)
+    spec = export_tasks.serving_spec(task, text_inputs)
+    return serving_functions(task, spec, ("text",))["serving_default"][0]
+
+
+def input_names(function):
+    """The named inputs of a serving function, sorted."""
+    args, kwargs = function.structured_input_signature
+    return sorted(kwargs) if kwargs else sorted(spec.name for spec in args)
+
+
+def _plain(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _length(row):
+    return sum(len(v) if isinstance(v, (str, bytes)) else len(str(v)) for v in row.values())
+
+
+def predict_rows(function, rows, batch_size=DEFAULT_BATCH_SIZE, progress=None):
+    """Runs `rows` (dicts of named inputs) in batches of similar length; returns one dict
+    of outputs per row, in the rows' order. `progress(n)` is called after each batch."""
+    names = input_names(function)
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict) or sorted(row) != names:
+            raise ValueError(
+                f"Instance {index} must be an object with exactly the inputs {names}. "
+                f"Received: {row!r:.200}."
+            )
+    order = np.argsort([_length(row) for row in rows], kind="stable")
+    results = [None] * len(rows)
+    for begin in range(0, len(rows), batch_size):
+        batch = order[begin : begin + batch_size]
+        inputs = {name: tf.constant([rows[i][name] for i in batch], tf.string) for name in names}
+        outputs = {key: value.numpy().tolist() for key, value in function(**inputs).items()}
+        for position, i in enumerate(batch):
+            results[i] = {key: _plain(values[position]) for key, values in sorted(outputs.items())}
+        if progress is not None:
+            progress(len(batch))
+    return results
+
+
+def answer_request(function, request, batch_size=DEFAULT_BATCH_SIZE, progress=None):
+    """A TF Serving REST predict request (row or columnar format) -> its response."""
+    names = input_names(function)
+    if not isinstance(request, dict) or len(request) != 1 or not set(request) & {"instances", "inputs"}:
+        raise ValueError(
+            'A request must be {"instances": [...]} (row format) or {"inputs": {...}} (columnar), '
+            f"as TF Serving's REST API. Received: {request!r:.200}."
+        )
+    if "instances" in request:
+        rows = request["instances"]
+        if len(names) == 1:
+            rows = [row if isinstance(row, dict) else {names[0]: row} for row in rows]
+        return {"predictions": predict_rows(function, rows, batch_size, progress)}
+    columns = request["inputs"]
+    if len(names) == 1 and not isinstance(columns, dict):
+        columns = {names[0]: columns}
+    if not isinstance(columns, dict) or sorted(columns) != names:
+        raise ValueError(f"`inputs` must hold the inputs {names}. Received: {columns!r:.200}.")
+    lengths = {len(v) for v in columns.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"Every input needs as many rows. Received lengths {sorted(lengths)}.")
+    rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
+    predictions = predict_rows(function, rows, batch_size, progress)
+    keys = predictions[0].keys() if predictions else []
+    return {"outputs": {key: [p[key] for p in predictions] for key in keys}}

@@ -1,0 +1,183 @@
+"""`export(task, path)`: a SavedModel that answers raw strings, with no Python around it.
+
+The SavedModel runs in any TensorFlow runtime that has the tensorflow-text ops (TF
+Serving's stock model server has them; a Python client imports `tensorflow_text` before
+`tf.saved_model.load`): tokenizer, packing, the model and the task's post-processing are
+one graph. Signatures:
+
+- `serving_default` ("text"): raw UTF-8 strings under named inputs (a classifier's
+  `text`, or `text_a`/`text_b` for pairs), the task's answers under named dense outputs
+  (a classifier's `label`, `label_id`, `probabilities`; regression `score`). Batch and
+  length vary: a request is padded to its longest row (rounded up to 8, as
+  `Task.predict`), never to `sequence_length`.
+- `ids`: packed `token_ids`, `segment_ids`, `padding_mask` for clients that tokenize
+  themselves (with `assets/vocab.txt`), the same outputs.
+- `examples`: serialized `tf.train.Example`s under `inputs` with the text features named
+  as the text inputs; for a classifier its method is TF Serving's classify (`classes`,
+  `scores`) or, for regression, regress (`outputs`).
+
+Each task supplies only its post-processing (`keras_bert_zoo/serving/specs.py`); the
+vocabulary is a SavedModel asset (`assets/vocab.txt`) and `do_lower_case` a variable,
+as TF Hub's BERT preprocessors have them. Outputs are dense tensors only (a ragged
+output would export as `DT_INVALID`); a variable number of results comes padded, with
+a count. The write is atomic: a failed export leaves no directory behind and an existing
+export at `path` untouched.
+"""
+
+import os
+import tempfile
+
+import tensorflow as tf
+
+from keras_bert_zoo.serving import specs as export_tasks
+from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.text.vocabulary import save_vocabulary
+from keras_bert_zoo.utils import files
+
+SIGNATURES = ("text", "ids", "examples")
+VOCABULARY_FILE = "vocab.txt"
+_PREDICT = "tensorflow/serving/predict"
+
+
+def _check_signatures(signatures):
+    if isinstance(signatures, str):
+        signatures = (signatures,)
+    signatures = tuple(signatures)
+    unknown = [s for s in signatures if s not in SIGNATURES]
+    if unknown or not signatures or len(set(signatures)) != len(signatures):
+        raise ValueError(
+            f"`signatures` must be distinct names from {SIGNATURES}, at least one. "
+            f"Received: signatures={signatures!r}."
+        )
+    return signatures
+
+
+class _ServingModule(tf.__internal__.tracking.AutoTrackable):
+    """What the SavedModel tracks: the task's variables, the vocabulary asset, the casing."""
+
+    def __init__(self, task, vocabulary_path):
+        # Variables, not the Keras objects: the SavedModel holds no Keras object graph,
+        # so a process without Keras loads it. The tf.Variables under the Keras ones:
+        # a Keras variable exports a copy that TF1-style loaders (TF Serving's C++
+        # loader, `saved_model_cli run`) restore while the graph reads the original.
+        self.variables = [getattr(v, "value", v) for v in task.variables]
+        self.vocab_file = tf.saved_model.Asset(vocabulary_path)
+        self.do_lower_case = tf.Variable(bool(task.preprocessor.tokenizer.lowercase), trainable=False)
+
+
+def _function(specs, body):
+    """A tf.function over named inputs (`specs`: ordered {name: TensorSpec}) calling `body(dict)`."""
+    names = list(specs)
+
+    def call(*args):
+        return body(dict(zip(names, args)))
+
+    return tf.function(call, input_signature=[specs[n] for n in names], autograph=False)
+
+
+def serving_functions(task, spec, signatures):
+    """`{signature key: (concrete function, method name)}` for `task` under `spec`."""
+    preprocessor = task.preprocessor
+
+    model_keys = getattr(spec, "model_inputs", inputs_lib.SEQUENCE_KEYS)
+
+    def run_model(ids):
+        own = getattr(spec, "run_model", None)  # a spec that needs more than the task's outputs
+        return own(ids) if own else task(ids, training=False)
+
+    # The model is traced once, into a function each signature calls: the SavedModel holds one
+    # copy of its graph, and three signatures cost about one model trace instead of three.
+    model_function = tf.function(run_model, autograph=False, reduce_retracing=True)
+
+    def answer(packed, raw):
+        return spec.outputs(model_function({key: packed[key] for key in model_keys}), raw, packed)
+
+    def from_text(raw):
+        packed = spec.preprocess(preprocessor, raw)
+        packed, _, _ = inputs_lib.trim_to_longest(packed)
+        return answer(packed, raw)
+
+    functions = {}
+    if "text" in signatures:
+        functions["serving_default"] = (_function(spec.text_specs(), from_text), _PREDICT)
+    if "ids" in signatures:
+        functions["ids"] = (_function(spec.ids_specs(), lambda packed: answer(packed, None)), _PREDICT)
+    if "examples" in signatures:
+        features = spec.example_features()
+        method = spec.examples_method()
+
+        def from_examples(inputs):
+            raw = tf.io.parse_example(inputs["inputs"], features)
+            return spec.example_outputs(from_text(raw))
+
+        specs = {"inputs": tf.TensorSpec([None], tf.string, name="inputs")}
+        functions["examples"] = (_function(specs, from_examples), method)
+    return {key: (fn.get_concrete_function(), method) for key, (fn, method) in functions.items()}
+
+
+def _set_method_names(directory, methods):
+    """TF2 saves every signature as `predict`; TF Serving's classify/regress APIs need theirs."""
+    if all(m == _PREDICT for m in methods.values()):
+        return
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    pb_path = os.path.join(directory, "saved_model.pb")
+    saved_model = saved_model_pb2.SavedModel()
+    with open(pb_path, "rb") as f:
+        saved_model.ParseFromString(f.read())
+    for meta_graph in saved_model.meta_graphs:
+        for key, method in methods.items():
+            if key in meta_graph.signature_def:
+                meta_graph.signature_def[key].method_name = method
+    with open(pb_path, "wb") as f:
+        f.write(saved_model.SerializeToString())
+
+
+def export(task, path, *, signatures=SIGNATURES, text_inputs=None):
+    """Writes `task` as a SavedModel that answers raw strings (see the module).
+
+    Args:
+        task: a `keras_bert_zoo` task with its preprocessor (`BertClassifier`, ...).
+        path: str. The SavedModel directory; an existing export there is replaced only
+            once the new one is complete.
+        signatures: names from `("text", "ids", "examples")`: `serving_default` on
+            strings, `ids` on packed ids, `examples` on serialized `tf.train.Example`s.
+            Defaults to all three.
+        text_inputs: names of the string inputs where a task takes one or two texts
+            (a classifier: `("text",)`, the default, or `("text_a", "text_b")` for
+            sentence pairs). None: the task's default.
+
+    Returns:
+        The absolute path written.
+
+    Raises:
+        ValueError: the task has no preprocessor, is not exportable, or an argument
+            is invalid.
+
+    Examples:
+    >>> classifier = keras_bert_zoo.BertClassifier.from_preset(
+    ...     "tiny_preset", num_classes=2, labels=["negative", "positive"])
+    >>> path = keras_bert_zoo.export(classifier, "served/sst2/1", signatures=["text"])
+    >>> # elsewhere, with only TensorFlow:
+    >>> import tensorflow_text  # noqa: F401 (registers the text ops)
+    >>> serve = tf.saved_model.load("served/sst2/1").signatures["serving_default"]
+    >>> sorted(serve(text=tf.constant(["a gripping film"])))
+    ['label', 'label_id', 'probabilities']
+    """
+    signatures = _check_signatures(signatures)
+    if getattr(task, "preprocessor", None) is None:
+        raise ValueError(
+            "`task.preprocessor` is None: an export tokenizes in the graph and needs the "
+            "task's preprocessor. Attach one (`task.preprocessor = ...`) before exporting."
+        )
+    spec = export_tasks.serving_spec(task, text_inputs)
+    path = os.path.abspath(os.fspath(path))
+    with tempfile.TemporaryDirectory() as scratch:
+        vocabulary_path = os.path.join(scratch, VOCABULARY_FILE)
+        save_vocabulary(task.preprocessor.tokenizer.get_vocabulary(), vocabulary_path)
+        module = _ServingModule(task, vocabulary_path)
+        functions = serving_functions(task, spec, signatures)
+        with files.atomic_directory(path) as tmp:
+            tf.saved_model.save(module, tmp, signatures={k: fn for k, (fn, _) in functions.items()})
+            _set_method_names(tmp, {k: method for k, (_, method) in functions.items()})
+    return path

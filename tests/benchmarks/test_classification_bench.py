@@ -1,0 +1,57 @@
+"""The classification section's arithmetic: FLOPs at real lengths, the row sample, merging rounds,
+and the goal ratios against the faster peer (no model is run)."""
+
+import pytest
+
+from benchmarks import classification, classification_notes as notes
+from benchmarks.classification_sides import sample_rows
+
+
+def test_forward_flops_match_the_documented_bert_base_count():
+    # ../shared/PERFORMANCE.md: length 128, dense 21.74 + attention 0.60 = 22.35 GFLOP.
+    assert notes.forward_flops(128) / 1e9 == pytest.approx(22.35, abs=0.005)
+    dense = 12 * 2 * 27 * (4 * 768**2 + 2 * 768 * 3072)
+    assert notes.forward_flops(27) == dense + 12 * 4 * 27 * 27 * 768
+
+
+def test_sample_rows_spread_over_the_pool():
+    assert sample_rows(list(range(100)), 4) == [0, 25, 50, 75]
+    assert sample_rows(list(range(3)), 10) == [0, 1, 2]
+
+
+def test_merge_pools_rounds_and_keeps_a_failure():
+    parts = [{"latency_s": [0.01, 0.03], "throughput_s": [2.0], "labels": [0, 1]},
+             {"latency_s": [0.02, 0.5], "throughput_s": [4.0], "labels": [1, 1], "forward_s": [0.005]}]
+    merged = classification.merge(parts, pieces=[10, 20, 30, 40], rows=2)
+    assert merged["calls"] == 4 and merged["latency_ms"] == pytest.approx(25.0)
+    assert merged["p99_ms"] == pytest.approx(500.0)
+    assert merged["rate"] == pytest.approx(0.75)  # median of 2/2 and 2/4 rows/s
+    assert merged["spread"] == pytest.approx(0.5 / 0.75)
+    assert merged["mean_pieces"] == 15 and merged["labels"] == [1, 1] and merged["forward_ms"] == 5.0
+    assert classification.merge(parts + [{"error": "boom"}], [1], 1) == {"error": "boom"}
+
+
+def test_goals_divide_by_the_faster_peer():
+    def side(rate, latency):
+        return {"rate": rate, "latency_ms": latency, "rows": 2, "p99_ms": latency, "calls": 1, "spread": 0.0}
+
+    # The default model computed in bf16 (its reported policy), the float32 one at half its rate.
+    results = {"ours (defaults)": dict(side(60.0, 20.0), forward_ms=10.0, policy="mixed_bfloat16"),
+               "ours (float32)": dict(side(30.0, 15.0), policy="float32"),
+               "ours exported (float32)": dict(side(40.0, 12.0), forward_ms=10.0),
+               "keras-hub (default, 512)": side(1.0, 900.0), "HF pipeline (fp32)": side(10.0, 100.0),
+               "keras-hub (sequence_length=128)": side(12.0, 300.0),
+               "HF pipeline (bf16 autocast)": side(20.0, 80.0)}
+    roof = {"float32": {"gflops": 100.0}, "bfloat16": {"gflops": 200.0}}
+    text = "\n".join(notes.goals(results, [128, 128], roof))
+    assert "ours 60.0 sentences/s vs HF pipeline (fp32) 10.0: **6.00×**" in text
+    assert "ours (defaults) 60.0 vs HF pipeline (bf16 autocast) 20.0: **3.00×**" in text
+    assert "(HF pipeline (bf16 autocast)): 4.00× faster" in text
+    assert "**1.20×**" in text  # served 12 ms over its own forward 10 ms
+    # Each against the roof of its own policy: 60 rows/s × 22.35 GFLOP over the bf16 roof of 200
+    # GFLOP/s, 30 over the float32 roof of 100.
+    assert f"ours (defaults) {60 * notes.forward_flops(128) / 1e9 / 2:.0f}%" in text
+    assert f"ours (float32) {30 * notes.forward_flops(128) / 1e9:.0f}%" in text
+    lever = "\n".join(notes.lever_lines({"rates": {"as_is": 1.0}, "rows": 2, "widths": [8], "sequence_length": 128},
+                                         results))
+    assert 'the default policy (mixed_bfloat16 here) 60.0 vs `dtype="float32"` 30.0 sentences/s (2.00×)' in lever

@@ -1,0 +1,304 @@
+"""The stages of `tools/quickstart.py`: each one a call into keras_bert_zoo, a progress
+bar and a one-line summary. Kept apart from the argument parsing to stay readable.
+Training is the library's driver, `run_pretraining` (the one `tools/pretrain.py` runs)."""
+
+import glob
+import os
+import time
+import zlib
+
+import numpy as np
+
+
+class RunDir:
+    """`runs/<name>/`: where every artifact of a quickstart run goes."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        os.makedirs(self.path, exist_ok=True)
+
+    def __call__(self, *parts):
+        return os.path.join(self.path, *parts)
+
+
+def say(stage, message):
+    print(f"[{stage}] {message}", flush=True)
+
+
+def _is_dump(path):
+    return path.endswith((".xml.bz2", ".xml", ".bz2"))
+
+
+def _split_text_corpus(files, out_dir, heldout_fraction):
+    """Copies text files (original format) into train/held-out files, by document hash."""
+    os.makedirs(out_dir, exist_ok=True)
+    outs = {False: open(os.path.join(out_dir, "train-00000.txt"), "w", encoding="utf-8"),
+            True: open(os.path.join(out_dir, "heldout-00000.txt"), "w", encoding="utf-8")}
+    stats = {"articles_kept": 0, "sentences": 0, "words": 0}
+
+    def flush(doc):
+        if doc:
+            key = zlib.crc32(doc[0].encode("utf-8")) % 10_000 < round(heldout_fraction * 10_000)
+            outs[key].write("\n".join(doc) + "\n\n")
+            stats["articles_kept"] += 1
+            stats["sentences"] += len(doc)
+            stats["words"] += sum(len(s.split()) for s in doc)
+
+    for path in files:
+        doc = []
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.strip():
+                    doc.append(line.strip())
+                else:
+                    flush(doc)
+                    doc = []
+        flush(doc)
+    for f in outs.values():
+        f.close()
+    stats["train_files"] = [outs[False].name]
+    stats["heldout_files"] = [outs[True].name]
+    return stats
+
+
+def prepare_corpus(args, run):
+    """Stage 1: a MediaWiki dump (or text files) → train/held-out text in the input format."""
+    start = time.perf_counter()
+    source = args.input
+    if source is None or _is_dump(source):
+        from keras_bert_zoo.data import wikipedia  # gensim's import (~1 s) only where a dump is read
+
+        source = source or wikipedia.sample_dump_path()
+    out_dir = run("corpus")
+    if _is_dump(source):
+        stats = wikipedia.prepare_wikipedia(
+            source, out_dir, heldout_fraction=args.heldout_fraction, num_workers=args.workers,
+            max_articles=args.max_articles, progress=not args.no_progress)
+    else:
+        files = sorted(p for pattern in source.split(",") for p in glob.glob(pattern))
+        if not files:
+            raise ValueError(f"`--input` matches no file. Received: --input={source!r}.")
+        stats = _split_text_corpus(files, out_dir, args.heldout_fraction)
+    if not stats["train_files"] or not stats["heldout_files"]:
+        raise ValueError(
+            f"The corpus has no {'training' if not stats['train_files'] else 'held-out'} article "
+            f"(kept {stats.get('articles_kept', 0)}). Use more articles or change --heldout-fraction."
+        )
+    stats.update(source=source, seconds=time.perf_counter() - start)
+    say("corpus", f"{stats['articles_kept']} articles, {stats['sentences']} sentences, "
+        f"{stats['words']} words from {os.path.basename(source)} in {stats['seconds']:.1f}s")
+    return stats
+
+
+def learn_vocab(args, run, corpus):
+    """Stage 2: learn a WordPiece vocabulary on the training text; writes `vocab.txt`."""
+    from keras_bert_zoo.text import vocabulary
+
+    start = time.perf_counter()
+    path = run("vocab.txt")
+    from tqdm.auto import tqdm
+
+    with tqdm(total=corpus["sentences"], desc="learn vocab", unit="line",
+              disable=args.no_progress) as bar:
+        tokens = vocabulary.learn_vocabulary(
+            corpus["train_files"], vocabulary_size=args.vocabulary_size, lowercase=True,
+            progress=bar.update)
+    vocabulary.save_vocabulary(tokens, path)
+    say("vocab", f"{len(tokens)} word pieces learned in {time.perf_counter() - start:.1f}s → {path}")
+    return path
+
+
+def make_examples(args, run, corpus, vocab_path):
+    """Stage 3: the tokenizer and the data report of the MLM+NSP examples made on the fly."""
+    from keras_bert_zoo.data import pretraining
+    from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
+
+    start = time.perf_counter()
+    tokenizer = BertTokenizer(vocab_path, lowercase=True)
+    report = _data_report(pretraining, corpus, tokenizer, args, run)
+    say("examples", f"data report in {time.perf_counter() - start:.1f}s → {report['path']}")
+    return dict(tokenizer=tokenizer, report=report)
+
+
+def _data_report(pretraining, corpus, tokenizer, args, run):
+    """Stage 3's report: the library's pretraining-data report over one epoch of the
+    training files (documents, instances, tokens, NSP balance, mask and cap rates,
+    truncation, [UNK] rate, length histogram), printed and saved next to the run."""
+    from keras_bert_zoo.data.pretraining_report import format_report, pretraining_report, write_report
+
+    report = pretraining_report(corpus["train_files"], tokenizer, sequence_length=args.seq_length,
+                                max_predictions=args.max_predictions, seed=args.seed)
+    print(format_report(report), flush=True)
+    json_path, _ = write_report(report, run("data"))
+    return {"path": json_path, "figures": report}
+
+
+def model_size(args):
+    """The `--size` preset's architecture (the learned vocabulary replaces its own); tiny: 2×256."""
+    from keras_bert_zoo.presets.config import get_preset_config
+
+    if args.size is None:
+        # Hidden 256, not smaller: with BERT's init (stddev 0.02) the attention path's
+        # gain is ~(0.02·√H)², so at H ≤ 128 context barely reaches the output and
+        # training sits on the unigram plateau for thousands of steps.
+        return dict(num_layers=2, num_heads=4, hidden_dim=256, intermediate_dim=512,
+                    max_sequence_length=max(args.seq_length, 64), dropout=args.dropout)
+    return dict({k: v for k, v in get_preset_config(args.size).items() if k != "vocabulary_size"},
+                dropout=args.dropout)
+
+
+def pretrain(args, run, corpus, vocab_path):
+    """Stage 4: the library's pretraining driver (BertAdamW, warmup + linear decay) for
+    `--steps` steps (fewer only if an optional `--time-budget` runs out first); it writes the preset."""
+    import shutil
+
+    from keras_bert_zoo.pretraining.config import PretrainingConfig
+    from keras_bert_zoo.pretraining.run import run_pretraining
+
+    # Each demo run starts over (its vocabulary is learned again); tools/pretrain.py resumes.
+    shutil.rmtree(run("checkpoints"), ignore_errors=True)
+    config = PretrainingConfig(
+        run("preset"), run("checkpoints"), train_files=corpus["train_files"], eval_files=corpus["heldout_files"],
+        vocabulary=vocab_path, size=model_size(args), steps=args.steps,
+        warmup_steps=max(1, int(args.warmup_fraction * args.steps)), batch_size=args.batch_size,
+        learning_rate=args.learning_rate, sequence_length=args.seq_length, max_predictions=args.max_predictions,
+        # One checkpoint, at the end: a demo run starts over (above), so saving more often
+        # (model, optimizer and input position, ~1 s each) would only cost time.
+        save_every=args.steps, log_dir=run("tensorboard"),
+        eval_every=min(args.eval_every, args.steps), eval_batches=args.eval_batches, seed=args.seed,
+        progress=False, time_budget=args.time_budget, precision=args.precision)
+    bar = progress_bar_callback(args.steps, enabled=not args.no_progress)
+    start = time.perf_counter()
+    result = run_pretraining(config, callbacks=[bar])
+    bar.close()
+    seconds = time.perf_counter() - start
+    model, steps = result["model"], result["step"]
+    parameters = int(model.backbone.count_params())
+    say("train", f"{steps} steps of a {parameters:,}-parameter BERT in {seconds:.0f}s "
+        f"({steps * args.batch_size / max(seconds, 1e-9):.1f} sequences/s, data checks and graph building "
+        "included)" + (" (time budget reached)" if result["stopped_early"] else ""))
+    training = {"history": result["held_out"], "steps": steps, "seconds": seconds, "parameters": parameters}
+    return model, training, result
+
+
+def progress_bar_callback(total, enabled):
+    """A Keras callback that draws a tqdm bar of training steps (`.close()` it after)."""
+    import keras
+
+    class TqdmSteps(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="pretrain", unit="step", disable=not enabled)
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.bar.update(1)
+            if logs and "loss" in logs:
+                self.bar.set_postfix(loss=f"{float(logs['loss']):.3f}", refresh=False)
+
+        def close(self):
+            self.bar.close()
+
+    return TqdmSteps()
+
+
+def evaluate(args, run, data, training, result):
+    """Stage 5: the last held-out MLM/NSP accuracy vs the unigram and majority baselines; the plot."""
+    from keras_bert_zoo.utils.plotting import plot_pretraining_curves
+
+    baselines = result["baselines"]
+    evaluation = {k: v for k, v in training["history"][-1].items() if k not in ("step", "loss", "seconds")}
+    evaluation.update(baselines, unigram_token=data["tokenizer"].id_to_token(baselines["unigram_id"]))
+    evaluation["plot"] = plot_pretraining_curves(
+        training["history"], run("training_curves.png"), baselines=baselines,
+        title=f"BERT pretraining on {os.path.basename(args.input or 'the gensim enwiki sample')}")
+    say("eval", f"held-out MLM accuracy {evaluation['mlm_accuracy']:.3f} vs unigram baseline "
+        f"{evaluation['unigram_accuracy']:.3f} ({evaluation['unigram_token']!r}); NSP accuracy "
+        f"{evaluation['nsp_accuracy']:.3f} vs 0.5 (majority {evaluation['nsp_majority_accuracy']:.3f}); "
+        f"{evaluation['predictions']} masked predictions; plot → {evaluation['plot']}")
+    return evaluation
+
+
+def report_preset(run, result):
+    """Stage 6: the preset the driver wrote (backbone + heads + vocabulary)."""
+    directory = result["output_dir"]
+    size = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
+    say("preset", f"saved {len(os.listdir(directory))} files ({size / 2**20:.1f} MiB) → {directory}")
+    return directory
+
+
+def _heldout_sentences(corpus, tokenizer, count):
+    from keras_bert_zoo.pretraining.fill_mask import mask_one_word
+
+    samples = []
+    with open(corpus["heldout_files"][0], encoding="utf-8") as f:
+        for line in f:
+            words = line.split()
+            if 8 <= len(words) <= 25:
+                masked = mask_one_word(tokenizer, line.strip())
+                if masked:
+                    samples.append(masked)
+            if len(samples) == count:
+                break
+    return samples
+
+
+def reload_and_fill_mask(args, run, model, preset_dir, corpus, held_out_batches, count=5):
+    """Stage 7: `BertPretrainer.from_preset(dir)`; same outputs; fill-mask on held-out text."""
+    from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
+    from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
+    from keras_bert_zoo.pretraining.fill_mask import fill_mask
+
+    reloaded = BertPretrainer.from_preset(preset_dir, dtype=args.precision)  # the trained model's policy
+    x = held_out_batches[0][0]
+    diff = float(np.max(np.abs(model.predict_on_batch(x)["mlm_logits"]
+                               - reloaded.predict_on_batch(x)["mlm_logits"])))
+    tokenizer = BertTokenizer(os.path.join(preset_dir, "vocab.txt"), lowercase=True)
+    samples = []
+    for masked, word in _heldout_sentences(corpus, tokenizer, count):
+        top = fill_mask(reloaded.backbone, reloaded.mlm_head, tokenizer, masked, top_k=5,
+                        sequence_length=args.seq_length)[0]
+        samples.append({"text": masked, "answer": word.lower(), "predictions": top})
+        print(f"  {masked}\n    answer {word.lower()!r}; top-5: "
+              + ", ".join(f"{t} {p:.2f}" for t, p in top), flush=True)
+    hits = sum(s["answer"] == s["predictions"][0][0] for s in samples)
+    say("fill-mask", f"reloaded from {preset_dir} (max |Δ logits| {diff:.2e}); top-1 right on "
+        f"{hits}/{len(samples)} held-out sentences")
+    return {"max_abs_logit_difference": diff, "samples": samples, "top1_hits": hits}
+
+
+def pretraining_summary(run, corpus, data, training, evaluation, preset_dir, samples):
+    """Stage 1's fields of `summary.json`."""
+    return {
+        "corpus": {k: v for k, v in corpus.items()},
+        "vocabulary_size": int(data["tokenizer"].vocabulary_size()),
+        "training": training,
+        "heldout": evaluation,
+        "preset_dir": preset_dir,
+        "reload": samples,
+        "data_report": data["report"]["path"],
+        "tensorboard": run("tensorboard"),
+    }
+
+
+def write_summary(run, summary, seconds):
+    """The end: `summary.json` with every figure the run printed (written atomically)."""
+    from keras_bert_zoo.utils.files import atomic_write_json
+
+    summary = dict(summary, total_seconds=seconds)
+    atomic_write_json(run("summary.json"), summary)
+    parts = [f"{seconds:.0f}s in total ({summary['cpu_seconds_total']:.0f} CPU-seconds; load average "
+             f"{summary['load_average_start']:.1f} at the start, {summary['load_average_end']:.1f} at the end)"]
+    if "heldout" in summary:
+        parts.append(f"MLM {summary['heldout']['mlm_accuracy']:.3f} vs unigram "
+                     f"{summary['heldout']['unigram_accuracy']:.3f}")
+    if "finetuning" in summary:
+        f = summary["finetuning"]
+        parts.append("dev accuracy real/ours/random " + "/".join(
+            f"{f[k]['dev_accuracy']:.3f}" for k in ("real_pretrained", "our_pretrained", "random_init"))
+            + f" vs majority {f['majority_accuracy']:.3f}")
+    if "serving" in summary:
+        parts.append(f"served {summary['serving']['sentences_per_second']:.1f} sentences/s")
+    say("done", "; ".join(parts) + f"; summary → {run('summary.json')}")
+    return summary
