@@ -121,8 +121,8 @@ def _doctest_home(tmp_path_factory):
     _store_tfds_mrpc(os.path.join(home, "tensorflow_datasets"))
     backbone = keras_bert_zoo.BertBackbone(len(tokens), num_layers=2, num_heads=2, hidden_dim=16,
                                            intermediate_dim=32, max_sequence_length=64)
-    keras_bert_zoo.save_to_preset(keras_bert_zoo.BertPretrainer(backbone), os.path.join(home, "tiny_preset"),
-                                  vocabulary=os.path.join(home, "vocab.txt"))
+    keras_bert_zoo.BertPretrainer(backbone).save_to_preset(os.path.join(home, "tiny_preset"),
+                                                           vocabulary=os.path.join(home, "vocab.txt"))
     keras.utils.clear_session()
     return home
 

@@ -1,7 +1,9 @@
 """`keras_bert_zoo.__all__`: what a user calls, every name resolving to the package's own object."""
 
+import importlib
 import inspect
 import os
+import re
 import subprocess
 import sys
 import types
@@ -18,24 +20,36 @@ USER_FACING = {
     "BertTokenizer", "BertPreprocessor", "MultipleChoicePreprocessor", "SpanExtractorPreprocessor",
     "TokenClassifierPreprocessor", "SegmentPacker", "MLMMasker", "SpanDecoder", "learn_vocabulary",
     "load_vocabulary", "save_vocabulary",
-    # presets
-    "list_presets", "save_to_preset", "get_preset_vocabulary",
-    # data pipelines and readers
-    "pretraining_dataset", "read_pretraining_tfrecords", "write_pretraining_tfrecords", "read_glue", "read_squad",
-    "read_swag", "read_conll", "conll_inputs", "load_glue_tfds", "load_squad_tfds", "load_conll2003_tfds",
-    # optimizer, strategies, drivers, search
-    "BertAdamW", "LinearWarmupLinearDecay", "get_strategy", "PretrainingConfig", "run_pretraining",
-    "FinetuningConfig", "run_finetuning", "tune",
-    # metrics
-    "glue_metrics", "squad_v1_metrics", "squad_v2_metrics", "entity_scores",
+    # presets (a model saves itself: `model.save_to_preset(directory)`)
+    "list_presets", "get_preset_vocabulary",
+    # runs and their configs; optimizer, strategies, the fit loop
+    "BertAdamW", "LinearWarmupLinearDecay", "get_strategy", "fit_resumable", "TrainingCheckpoint",
+    "PretrainingConfig", "run_pretraining", "FinetuningConfig", "run_finetuning", "run_tuning", "tune",
+    "fill_mask",
     # export
     "export", "export_encoder", "export_preprocessor",
 }
+SUBPACKAGES = {"data", "metrics", "text", "layers", "models", "presets", "weights", "training", "pretraining",
+               "finetuning", "serving", "utils"}
 
 # Run plumbing: importable from its module, not part of the top-level API.
 PLUMBING = {"Task", "replica_step_function", "batchwise", "fit_on_workers", "RunSchedule", "FinetuningAdamW",
             "read_preset_tensors", "assign_declared_weights", "keras_internals", "HeldOutEvaluation",
             "serving_functions", "shards_dataset"}
+
+# Names that left the top level: each still resolves, for one release, with a DeprecationWarning naming
+# its new home (the object there is the same).
+DEPRECATED = {
+    **{name: ("keras_bert_zoo.data", name) for name in (
+        "conll_inputs", "conll_labels", "documents_dataset", "format_report", "glue_labels", "load_conll2003_tfds",
+        "load_glue_tfds", "load_squad_tfds", "pretraining_dataset", "read_conll", "read_glue", "read_polarity",
+        "read_pretraining_tfrecords", "read_squad", "read_swag", "split_sentences", "write_glue_submission",
+        "write_pretraining_tfrecords", "write_pretraining_tfrecords_beam")},
+    "pretraining_report": ("keras_bert_zoo.data.pretraining_report", "pretraining_report"),
+    **{name: ("keras_bert_zoo.metrics", name) for name in (
+        "GlueDevMetrics", "entity_scores", "glue_metrics", "squad_v1_metrics", "squad_v2_metrics", "tagging_metrics")},
+    "save_to_preset": ("keras_bert_zoo.presets.loading", "model.save_to_preset(directory)"),
+}
 
 
 def test_every_name_in_all_resolves_to_a_documented_package_object():
@@ -50,9 +64,62 @@ def test_every_name_in_all_resolves_to_a_documented_package_object():
         assert inspect.getdoc(obj), f"{name} has no docstring"
 
 
-def test_all_holds_the_user_facing_names_and_no_plumbing():
-    assert USER_FACING <= set(keras_bert_zoo.__all__), sorted(USER_FACING - set(keras_bert_zoo.__all__))
+def test_all_is_the_user_facing_names_and_the_subpackages():
+    assert set(keras_bert_zoo.__all__) == USER_FACING | SUBPACKAGES, sorted(
+        set(keras_bert_zoo.__all__) ^ (USER_FACING | SUBPACKAGES))
     assert not PLUMBING & set(keras_bert_zoo.__all__), sorted(PLUMBING & set(keras_bert_zoo.__all__))
+    assert not set(DEPRECATED) & set(keras_bert_zoo.__all__)
+
+
+def test_every_name_in_all_imports():
+    for name in keras_bert_zoo.__all__:
+        namespace = {}
+        exec(f"from keras_bert_zoo import {name}", namespace)
+        assert namespace[name] is getattr(keras_bert_zoo, name), name
+
+
+@pytest.mark.parametrize("name", sorted(DEPRECATED))
+def test_each_deprecated_name_warns_with_its_new_home_and_is_the_same_object(name):
+    module, home = DEPRECATED[name]
+    expected = getattr(importlib.import_module(module), name)
+    with pytest.warns(DeprecationWarning, match=re.escape(f"keras_bert_zoo.{name} is deprecated")) as record:
+        obj = getattr(keras_bert_zoo, name)
+    where = home if "(" in home else f"{module}.{home}"
+    assert where in str(record[0].message)
+    assert obj is expected
+    assert record[0].filename == __file__  # the warning points at the caller's line
+    assert name not in dir(keras_bert_zoo)
+
+
+def test_subpackages_export_what_their_folder_holds_for_users():
+    assert {"MLMMasker", "TokenClassifierPreprocessor"} <= set(keras_bert_zoo.text.__all__)
+    assert keras_bert_zoo.text.MLMMasker is keras_bert_zoo.MLMMasker
+    assert keras_bert_zoo.text.TokenClassifierPreprocessor is keras_bert_zoo.TokenClassifierPreprocessor
+    readers = {name for name, (module, _) in DEPRECATED.items() if module == "keras_bert_zoo.data"}
+    assert readers <= set(keras_bert_zoo.data.__all__)
+    scores = {name for name, (module, _) in DEPRECATED.items() if module == "keras_bert_zoo.metrics"}
+    assert scores == set(keras_bert_zoo.metrics.__all__)
+    assert keras_bert_zoo.utils.precision.auto_precision is importlib.import_module(
+        "keras_bert_zoo.utils.precision").auto_precision
+    for package in ("data", "metrics", "text", "layers", "models", "presets", "weights", "training", "pretraining",
+                    "utils"):
+        module = getattr(keras_bert_zoo, package)
+        for name in module.__all__:
+            assert getattr(module, name) is not None, (package, name)
+
+
+def test_submodules_keep_their_names_under_the_exports():
+    """A package export never hides a module of the same name (`from pkg import module` gets the module)."""
+    from keras_bert_zoo.data import pretraining_report
+    from keras_bert_zoo.pretraining import fill_mask
+
+    assert isinstance(pretraining_report, types.ModuleType) and isinstance(fill_mask, types.ModuleType)
+
+
+def test_dir_shows_no_import_plumbing():
+    names = dir(keras_bert_zoo)
+    assert "os" not in names and not [n for n in names if n.startswith("_") and not n.startswith("__")]
+    assert {"tune", "run_tuning"} <= set(names)
 
 
 def test_star_import_binds_exactly_all():

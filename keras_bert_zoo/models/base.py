@@ -6,6 +6,7 @@
 import keras
 
 from keras_bert_zoo.presets import config as preset_config
+from keras_bert_zoo.presets import loading
 from keras_bert_zoo.weights import mapping
 
 
@@ -59,8 +60,30 @@ class Backbone(keras.Model):
         config.update(kwargs)
         model = cls(**config)
         if load_weights:
-            # Imported here: weights/ depends on models/, not the other way round.
-            from keras_bert_zoo.presets import loading
-
             loading.load_backbone_weights(model, preset, verify=verify)
         return model
+
+    def save_to_preset(self, directory, vocabulary=None):
+        """Writes the backbone as a preset: config, weights, vocabulary and a manifest.
+
+        The directory is written atomically (a failure keeps an existing preset intact);
+        `from_preset(directory)` loads it back. A task saves itself with its own
+        `save_to_preset`, which adds its head and settings.
+
+        Args:
+            directory: str. Created or replaced (an existing directory that is not a
+                keras_bert_zoo preset is refused).
+            vocabulary: path to `vocab.txt`, a list of tokens, a tokenizer with
+                `get_vocabulary()`, or None (no `vocab.txt`: a task cannot then be built
+                from the preset).
+
+        Returns:
+            The directory.
+
+        Examples:
+        >>> backbone = keras_bert_zoo.BertBackbone.from_preset("tiny_preset")
+        >>> path = backbone.save_to_preset("my_backbone", vocabulary="vocab.txt")
+        >>> keras_bert_zoo.BertBackbone.from_preset("my_backbone").hidden_dim
+        16
+        """
+        return loading.write_model_preset(self, directory, vocabulary=vocabulary)

@@ -137,9 +137,9 @@ class BertFeatureExtractor(BertTokenClassifier):
         (presets keep it in `tagger.safetensors`)."""
         return {}
 
-    def save_to_preset(self, directory):
+    def save_to_preset(self, directory, vocabulary=None):
         """`Task.save_to_preset`, plus the tagger's weights in `tagger.safetensors`."""
-        out = super().save_to_preset(directory)
+        out = super().save_to_preset(directory, vocabulary=vocabulary)
         # Keyed by position (layer names are numbered per session), checked by shape on load.
         arrays = {f"{i:04d}": np.asarray(v) for i, v in enumerate(self.tagger.weights)}
         with files.atomic_path(os.path.join(directory, TAGGER_FILE)) as tmp:

@@ -7,6 +7,7 @@ from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.masked_lm_head import MaskedLMHead
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.task import Task
+from keras_bert_zoo.presets import loading
 from keras_bert_zoo.training import losses
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay
 from keras_bert_zoo.weights import mapping
@@ -82,11 +83,14 @@ class BertPretrainer(Task):
     >>> backbone = keras_bert_zoo.BertBackbone(tokenizer.vocabulary_size(), 2, 2, 16, 32)
     >>> pretrainer = keras_bert_zoo.BertPretrainer(backbone)
     >>> pretrainer.compile(warmup_steps=10, total_steps=100)
-    >>> ds = keras_bert_zoo.pretraining_dataset("corpus.txt", tokenizer, 2, sequence_length=16,
-    ...                                         max_predictions=3)
+    >>> ds = keras_bert_zoo.data.pretraining_dataset("corpus.txt", tokenizer, 2, sequence_length=16,
+    ...                                              max_predictions=3)
     >>> history = pretrainer.fit(ds, steps_per_epoch=1, verbose=0)
     >>> sorted(history.history)
     ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
+    >>> path = pretrainer.save_to_preset("my_pretrainer", vocabulary="vocab.txt")
+    >>> keras_bert_zoo.BertPretrainer.from_preset(path).nsp
+    True
 
     References:
         Devlin et al., 2018; google-research/bert `run_pretraining.py`.
@@ -271,11 +275,25 @@ class BertPretrainer(Task):
         backbone = BertBackbone.from_preset(preset, load_weights=load_weights, verify=verify, **kwargs)
         pretrainer = cls(backbone, nsp=nsp, objective=objective)
         if load_weights:
-            # Imported here, as in `Backbone.from_preset`: weights/ is imported after models/.
-            from keras_bert_zoo.presets.loading import load_pretrainer_weights
-
-            load_pretrainer_weights(pretrainer, preset, verify=verify)
+            loading.load_pretrainer_weights(pretrainer, preset, verify=verify)
         return pretrainer
+
+    def save_to_preset(self, directory, vocabulary=None):
+        """Writes the pretrainer as a preset: the backbone, the MLM (and NSP) head, the
+        vocabulary and the task's settings (`nsp`, `objective`).
+
+        `BertPretrainer.from_preset(directory)` loads backbone and heads back; any task's
+        `from_preset` takes its backbone (and vocabulary) from it.
+
+        Args:
+            directory: str. Created or replaced, atomically.
+            vocabulary: path to `vocab.txt`, a list of tokens, a tokenizer with
+                `get_vocabulary()`, or None (the preprocessor's tokenizer's, if any).
+
+        Returns:
+            The directory.
+        """
+        return super().save_to_preset(directory, vocabulary=vocabulary)
 
 
 def _check_targets(y, keys):

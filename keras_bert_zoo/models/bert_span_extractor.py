@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.layers.initializers import bert_initializer
-from keras_bert_zoo.metrics.squad import best_threshold, raw_scores, squad_v1_metrics, squad_v2_metrics
+from keras_bert_zoo.metrics import squad_dev
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.task import Task
 from keras_bert_zoo.text.span_decoder import DECODER_SETTINGS, WINDOW_FIELDS, SpanDecoder
@@ -218,23 +218,16 @@ class BertSpanExtractor(Task):
 
     def with_null_threshold(self, answers):
         """`predict_best_spans` answers -> this task's answers: "" (span -1) where the
-        score difference exceeds `null_score_diff_threshold`, as `SpanDecoder` decides."""
-        if self.null_score_diff_threshold is None:
-            return answers
-        dropped = np.asarray(answers["score_diff"]) > self.null_score_diff_threshold
-        answers = dict(answers)
-        answers["answer_text"] = np.where(dropped, "", answers["answer_text"]).astype(object)
-        for key in ("answer_start", "answer_end"):
-            answers[key] = np.where(dropped, -1, answers[key]).astype("int32")
-        return answers
+        score difference exceeds `null_score_diff_threshold`, as `SpanDecoder` decides
+        (`keras_bert_zoo.metrics.squad_dev.with_null_threshold`)."""
+        return squad_dev.with_null_threshold(self, answers)
 
     def tune_null_threshold(self, dev, batch_size=None, answers=None):
         """Sets `null_score_diff_threshold` to the value that maximises dev F1 (SQuAD v2.0).
 
-        As the official v2.0 script's `best_f1_thresh`: every question gets its best
-        non-null span; questions are answered in increasing `score_diff` order and the
-        running F1 total picks the threshold. The value is stored in the task's config,
-        so saved presets and exports use it.
+        As the official v2.0 script's `best_f1_thresh` (see
+        `keras_bert_zoo.metrics.squad_dev.tune_null_threshold`). The value is stored in the
+        task's config, so saved presets and exports use it.
 
         Args:
             dev: `keras_bert_zoo.data.squad.SquadData` (questions, contexts, gold answers).
@@ -244,18 +237,11 @@ class BertSpanExtractor(Task):
         Returns:
             dict with `best_f1` (percent) and `best_f1_thresh` (the value set).
         """
-        if answers is None:
-            answers = self.predict_best_spans(dev.x, batch_size=batch_size)
-        predictions = dict(zip(dev.ids, answers["answer_text"]))
-        gold = dev.gold_answers()
-        _, f1 = raw_scores(predictions, gold)
-        na_probs = {qid: float(v) for qid, v in zip(dev.ids, answers["score_diff"])}
-        best_f1, threshold = best_threshold(predictions, f1, na_probs, {q: bool(a) for q, a in gold.items()})
-        self.null_score_diff_threshold = float(threshold)
-        return {"best_f1": best_f1, "best_f1_thresh": float(threshold)}
+        return squad_dev.tune_null_threshold(self, dev, batch_size=batch_size, answers=answers)
 
     def squad_metrics(self, dev, version="v1.1", batch_size=None, answers=None):
-        """The official evaluation of this task's answers on `dev`.
+        """The official evaluation of this task's answers on `dev`
+        (`keras_bert_zoo.metrics.squad_dev.squad_metrics`).
 
         Args:
             dev: `keras_bert_zoo.data.squad.SquadData` with gold answers.
@@ -273,18 +259,7 @@ class BertSpanExtractor(Task):
             `(metrics, predictions)`: the metrics dict and `{question id: answer text}`,
             the official `predictions.json`.
         """
-        if version not in ("v1.1", "v2.0"):
-            raise ValueError(f"`version` must be 'v1.1' or 'v2.0'. Received: version={version!r}.")
-        if answers is None:
-            answers = self.predict(dev.x, batch_size=batch_size)
-        else:
-            answers = self.with_null_threshold(answers)
-        predictions = {qid: str(text) for qid, text in zip(dev.ids, answers["answer_text"])}
-        if version == "v1.1":
-            return squad_v1_metrics(predictions, dev.gold_answers()), predictions
-        na_probs = {qid: float(v) for qid, v in zip(dev.ids, answers["score_diff"])}
-        cut = float("inf") if self.null_score_diff_threshold is None else self.null_score_diff_threshold
-        return squad_v2_metrics(predictions, dev.gold_answers(), na_probs, na_prob_thresh=cut), predictions
+        return squad_dev.squad_metrics(self, dev, version=version, batch_size=batch_size, answers=answers)
 
     def get_config(self):
         config = super().get_config()

@@ -234,8 +234,8 @@ class Task(RawTextInputs, keras.Model):
         if (not isinstance(dataset, tf.data.Dataset) or keras.backend.backend() != "tensorflow"
                 or not isinstance(dataset.element_spec, tuple) or len(dataset.element_spec) < 2):
             return
-        # Only the outputs' structure is needed: the padded path traces in a third of the time
-        # of the real tokens' (all-MiniLM-L6-v2 on an AVX2-only Zen 3: 0.74-0.78 s, not 1.6-2.2 s).
+        # Only the outputs' structure is needed, and the padded path traces in a fraction of the
+        # time of the real tokens' path (docs/measurements/ has the figures).
         with self.distribute_strategy.scope(), padded_encoders(self):
             keras_internals.symbolic_build(self, placeholder_batch(dataset))
 
@@ -321,10 +321,20 @@ class Task(RawTextInputs, keras.Model):
         skip = ("backbone", "preprocessor", "name", "trainable", "dtype", "quantization")
         return {k: v for k, v in self.get_config().items() if k not in skip}
 
-    def save_to_preset(self, directory):
+    def save_to_preset(self, directory, vocabulary=None):
         """Writes the task as a preset: backbone and head weights, vocabulary, task and
-        preprocessor settings. `type(task).from_preset(directory)` rebuilds it."""
-        return save_task_preset(self, directory)
+        preprocessor settings. `type(task).from_preset(directory)` rebuilds it.
+
+        Args:
+            directory: str. Created or replaced, atomically (a failure keeps an existing
+                preset intact).
+            vocabulary: path to `vocab.txt`, a list of tokens, a tokenizer with
+                `get_vocabulary()`, or None (default: the preprocessor's tokenizer's).
+
+        Returns:
+            The directory.
+        """
+        return save_task_preset(self, directory, vocabulary=vocabulary)
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, sequence_length=None, **kwargs):

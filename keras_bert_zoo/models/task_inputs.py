@@ -232,12 +232,12 @@ def preprocess(dataset, prepare):
 
 
 # tf.data's default graph rewrites found nothing to gain on the tokenizer's graph but
-# cost ~0.3 s per iterator, i.e. per fit/evaluate/predict call (as in pretraining_writer).
+# cost time on every iterator, i.e. on every fit/evaluate/predict call (as in pretraining_writer).
 # Without the autotuner (AUTOTUNE is then one call per core; the model step, not the
 # tokenizer, is the bottleneck): inside Keras' `fit`, the teardown of an epoch's iterator
 # waited for the autotuner's thread to wake from its sleep, up to its optimisation period
-# (TensorFlow 2.21; 6-9 s after a 20 s epoch of all-MiniLM-L6-v2 on 2 cores, at the next
-# epoch's start or at the end of `fit`; gdb showed the teardown in Model::OptimizeLoop's wait).
+# (TensorFlow 2.21, at the next epoch's start or at the end of `fit`; gdb showed the
+# teardown in Model::OptimizeLoop's wait).
 _OPTIONS = tf.data.Options()
 _OPTIONS.experimental_optimization.apply_default_optimizations = False
 _OPTIONS.autotune.enabled = False

@@ -1,0 +1,16 @@
+"""keras_bert_zoo.presets: which preset a name, alias or path is, and where its files are.
+
+- `registry`: the released checkpoints (`registry.json`), names and aliases;
+- `sources`, `download`: resolving a preset to a local directory (download cache, layouts);
+- `preset_format`: our own preset directory and its sha256 manifest;
+- `config`, `loading`: a preset's backbone config, vocabulary and tensors, assigned to a model;
+- `task`: the task part of a preset (`Task.save_to_preset` / `from_preset`).
+
+A model is saved with its own method, `model.save_to_preset(directory)`.
+"""
+
+from keras_bert_zoo.presets.loading import get_preset_vocabulary
+from keras_bert_zoo.presets.preset_format import rehash_preset, verify_preset
+from keras_bert_zoo.presets.registry import list_presets
+
+__all__ = ["get_preset_vocabulary", "list_presets", "rehash_preset", "verify_preset"]

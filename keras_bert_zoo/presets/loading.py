@@ -4,14 +4,19 @@ A preset is a registry name or alias (`"bert_base_en_uncased"`), a registry-styl
 entry dict, or a local directory / zip in our, Google's (`bert_model.ckpt` +
 `bert_config.json`) or HF's (`model.safetensors` + `config.json`) layout.
 
+A model is written as a preset by its own method, `model.save_to_preset(directory)`
+(`Backbone.save_to_preset`, `Task.save_to_preset`); `write_model_preset` here is the
+writer they share.
+
 Examples:
 >>> backbone = keras_bert_zoo.BertBackbone.from_preset("tiny_preset")
->>> path = keras_bert_zoo.save_to_preset(backbone, "my_preset", vocabulary="vocab.txt")
+>>> path = backbone.save_to_preset("my_preset", vocabulary="vocab.txt")
 >>> keras_bert_zoo.BertBackbone.from_preset("my_preset").num_layers
 2
 """
 
 import logging
+import warnings
 
 from keras_bert_zoo.weights import mapping
 from keras_bert_zoo.presets import preset_format, sources
@@ -217,14 +222,21 @@ def load_head_weights(dense, preset, head):
     dense.bias.assign(bias)
 
 
-def _backbone_of(model):
-    """A task's backbone, or the backbone itself."""
+def backbone_of(model):
+    """A task's backbone, or the backbone itself.
+
+    Raises:
+        ValueError: `model` is neither (it declares no variables).
+    """
     if not hasattr(model, "declared_variables"):
         raise ValueError(
             "`model` must be a keras_bert_zoo backbone or task (it declares its variables). "
             f"Received: {type(model).__name__}."
         )
     return getattr(model, "backbone", model)
+
+
+_backbone_of = backbone_of  # the old private name, kept for one step (serving/hf_checkpoint.py)
 
 
 def model_tensors(model):
@@ -250,8 +262,11 @@ def backbone_config(backbone):
     return config
 
 
-def save_to_preset(model_or_backbone, directory, vocabulary=None, extra=None):
-    """Writes a model as a preset directory: config, vocabulary, weights, manifest.
+def write_model_preset(model, directory, vocabulary=None, extra=None):
+    """Writes a model's weights as a preset directory: config, vocabulary, weights, manifest.
+
+    The writer behind `model.save_to_preset(directory)`, which is the way to save a
+    model (a task's method adds the task's settings, which serving needs).
 
     The directory is written atomically (a temporary directory renamed into place;
     a failure keeps an existing preset intact). A pretrainer's MLM and NSP heads are
@@ -259,8 +274,8 @@ def save_to_preset(model_or_backbone, directory, vocabulary=None, extra=None):
     `from_preset(directory)` loads it back.
 
     Args:
-        model_or_backbone: a `BertBackbone`, or a task (`BertPretrainer`,
-            `BertClassifier`, ...): every variable it declares is written.
+        model: a `BertBackbone`, or a task (`BertPretrainer`, `BertClassifier`, ...):
+            every variable it declares is written.
         directory: str. Created or replaced.
         vocabulary: path to `vocab.txt`, list of tokens, a tokenizer with
             `get_vocabulary()`, or None (then the model's preprocessor's tokenizer,
@@ -271,9 +286,39 @@ def save_to_preset(model_or_backbone, directory, vocabulary=None, extra=None):
         The directory.
     """
     if vocabulary is None:
-        tokenizer = getattr(getattr(model_or_backbone, "preprocessor", None), "tokenizer", None)
+        tokenizer = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
         vocabulary = tokenizer if tokenizer is not None and hasattr(tokenizer, "get_vocabulary") else None
-    backbone = _backbone_of(model_or_backbone)
+    backbone = backbone_of(model)
     return preset_format.write_preset(
-        directory, model_tensors(model_or_backbone), backbone_config(backbone), vocabulary=vocabulary, extra=extra
+        directory, model_tensors(model), backbone_config(backbone), vocabulary=vocabulary, extra=extra
     )
+
+
+def save_to_preset(model, directory, vocabulary=None, extra=None):
+    """Deprecated: call `model.save_to_preset(directory)`, which this calls.
+
+    Kept for one release. `model.save_to_preset` writes a task's settings too (labels,
+    sequence length, preprocessor), which this function used to drop.
+
+    Args:
+        model: a `BertBackbone`, `BertPretrainer` or task.
+        directory: str. Created or replaced.
+        vocabulary: passed on to `model.save_to_preset` when given.
+        extra: dict or None. More `config.json` fields: only the low-level writer
+            (`write_model_preset`) takes them, so with `extra` that is what runs.
+
+    Returns:
+        The directory.
+    """
+    warnings.warn(
+        "save_to_preset(model, directory) (keras_bert_zoo.save_to_preset, presets.loading.save_to_preset) is "
+        "deprecated; call model.save_to_preset(directory) instead (it also keeps a task's settings).",
+        DeprecationWarning, stacklevel=2,
+    )
+    if extra is not None:
+        return write_model_preset(model, directory, vocabulary=vocabulary, extra=extra)
+    if not hasattr(model, "save_to_preset"):  # not ours: the writer's error names what `model` must be
+        return write_model_preset(model, directory, vocabulary=vocabulary)
+    if vocabulary is None:
+        return model.save_to_preset(directory)
+    return model.save_to_preset(directory, vocabulary=vocabulary)

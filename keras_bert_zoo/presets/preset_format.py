@@ -34,8 +34,13 @@ def is_preset_dir(directory):
         return False
 
 
-def _vocabulary_lines(vocabulary):
-    """Returns the vocabulary as bytes (one token a line) or None."""
+def vocabulary_bytes(vocabulary):
+    """Returns a vocabulary as the bytes of its `vocab.txt` (one token a line), or None.
+
+    Args:
+        vocabulary: path to `vocab.txt` (its bytes as they are), a list of tokens (str
+            or bytes), a tokenizer with `get_vocabulary()`, or None.
+    """
     if vocabulary is None:
         return None
     if hasattr(vocabulary, "get_vocabulary"):
@@ -45,6 +50,9 @@ def _vocabulary_lines(vocabulary):
             return f.read()
     tokens = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in vocabulary]
     return ("\n".join(tokens) + "\n").encode("utf-8")
+
+
+_vocabulary_lines = vocabulary_bytes  # the old private name, kept for one step (serving/hf_checkpoint.py)
 
 
 def write_preset(directory, tensors, backbone_config, vocabulary=None, extra=None):
@@ -76,7 +84,7 @@ def write_preset(directory, tensors, backbone_config, vocabulary=None, extra=Non
     config = {"format": FORMAT, "format_version": FORMAT_VERSION, "backbone": dict(backbone_config)}
     config["heads"] = sorted({name.split("/")[1] for name in tensors if name.startswith("cls/")})
     config.update(extra or {})
-    vocab_bytes = _vocabulary_lines(vocabulary)
+    vocab_bytes = vocabulary_bytes(vocabulary)
     with files.atomic_directory(directory) as tmp:
         arrays = {k: np.ascontiguousarray(v, dtype="float32") for k, v in tensors.items()}
         safetensors.numpy.save_file(arrays, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": FORMAT})
@@ -105,7 +113,7 @@ def _refuse_changed(path, record, directory):
         f"({record['size']} bytes), actual sha256 {actual} ({os.path.getsize(path)} bytes). Nothing was removed. "
         "If you edited it on purpose, load with `verify=False` (CLI: `--no-verify`) or accept "
         f"the edit for good with keras_bert_zoo.presets.preset_format.rehash_preset({directory!r}); "
-        "otherwise restore the file or save the preset again with save_to_preset."
+        "otherwise restore the file or save the preset again with model.save_to_preset."
     )
 
 

@@ -4,28 +4,35 @@ from the checkpoint where it has one."""
 
 import inspect
 
+import keras
+
 from keras_bert_zoo.utils import quantization
 from keras_bert_zoo.presets import loading, preset_format
 from keras_bert_zoo.weights import mapping
 
 
-def save_task_preset(task, directory):
+def save_task_preset(task, directory, vocabulary=None):
     """Writes `task` as a preset (see `Task.save_to_preset`).
 
+    `vocabulary` (a `vocab.txt` path, a token list or a tokenizer) is written when given,
+    else the preprocessor's tokenizer's vocabulary (a task without one writes none).
     A quantised task is written as its dequantised float weights plus the mode
     (`task.quantization`); `from_preset` quantises them again, which gives back the
     same int8 kernels."""
     extra = {"task": {"class_name": type(task).__name__, "config": task.task_config()}}
+    tokenizer = getattr(task.preprocessor, "tokenizer", None)
     if task.preprocessor is not None:
         extra["preprocessor"] = preprocessor_settings(task.preprocessor)
-        extra["lowercase"] = bool(task.preprocessor.tokenizer.lowercase)
+    if tokenizer is not None:
+        extra["lowercase"] = bool(tokenizer.lowercase)
     mode = quantization.quantization_mode(task)
     if mode is None:
-        return loading.save_to_preset(task, directory, extra=extra)
+        return loading.write_model_preset(task, directory, vocabulary=vocabulary, extra=extra)
     extra["task"]["quantization"] = mode
     floats = quantization.dequantized_variables(task)
     tensors = mapping.collect_tensors({n: floats.get(id(v), v) for n, v in task.declared_variables().items()})
-    vocabulary = task.preprocessor.tokenizer if task.preprocessor is not None else None
+    if vocabulary is None:
+        vocabulary = tokenizer
     return preset_format.write_preset(
         directory, tensors, loading.backbone_config(task.backbone), vocabulary=vocabulary, extra=extra
     )
@@ -94,8 +101,6 @@ def preprocessor_settings(preprocessor):
 
 def keras_config(task):
     """`Task.get_config`: backbone and preprocessor serialised, plus the quantisation mode."""
-    import keras
-
     config = {
         "backbone": keras.saving.serialize_keras_object(task.backbone),
         "preprocessor": (
@@ -112,8 +117,6 @@ def keras_config(task):
 
 def task_from_keras_config(cls, config):
     """`Task.from_config`: the inverse of `keras_config`."""
-    import keras
-
     config = dict(config)
     mode = config.pop("quantization", None)
     for key in ("backbone", "preprocessor"):

@@ -35,7 +35,12 @@ def split_tag(tag):
     return prefix, kind
 
 
-def _starts(prev, cur):
+def chunk_starts(prev, cur):
+    """True if a chunk starts at `cur` after `prev` (conlleval's rule).
+
+    Args:
+        prev, cur: `(prefix, type)` pairs from `split_tag` (`("O", "")` for O).
+    """
     (pp, pt), (cp, ct) = prev, cur
     if cp == "O":
         return False
@@ -44,13 +49,19 @@ def _starts(prev, cur):
     return pt != ct
 
 
-def _ends(prev, cur):
+def chunk_ends(prev, cur):
+    """True if a chunk ends at `prev`, before `cur` (conlleval's rule; see `chunk_starts`)."""
     (pp, pt), (cp, ct) = prev, cur
     if pp == "O":
         return False
     if pp in ("E", "S") or cp in ("B", "S", "O"):
         return True
     return pt != ct
+
+
+# The old private names, kept for one step (serving/entities.py).
+_starts = chunk_starts
+_ends = chunk_ends
 
 
 def tag_chunks(tags):
@@ -67,10 +78,10 @@ def tag_chunks(tags):
     start = None
     for i, tag in enumerate(list(tags) + ["O"]):
         cur = split_tag(tag)
-        if start is not None and _ends(prev, cur):
+        if start is not None and chunk_ends(prev, cur):
             chunks.append((prev[1], start, i))
             start = None
-        if _starts(prev, cur):
+        if chunk_starts(prev, cur):
             start = i
         prev = cur
     return chunks

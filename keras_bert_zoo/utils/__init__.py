@@ -1,1 +1,14 @@
-"""keras_bert_zoo.utils."""
+"""keras_bert_zoo.utils: the lowest floor, used by every other one.
+
+- `files`: atomic writes and sha256 hashes of every artifact the package writes;
+- `archives`: safe extraction of downloaded archives;
+- `precision`: the fast float policy for this machine (`auto_precision()`, `default_policy()`);
+- `quantization`: int8 inference of a task (`task.quantize("int8")` calls it);
+- `plotting`: training-curve plots (matplotlib, imported when a plot is drawn).
+
+`keras_internals` is the package's one accessor of private Keras/TensorFlow API, not for users.
+"""
+
+from keras_bert_zoo.utils import archives, files, plotting, precision, quantization
+
+__all__ = ["archives", "files", "plotting", "precision", "quantization"]

@@ -85,3 +85,18 @@ def test_overrides_and_public_listing():
     model = BertBackbone.from_preset("bert_tiny_en_uncased", load_weights=False, dropout=0.0, max_sequence_length=64)
     assert model.dropout == 0.0 and model.max_sequence_length == 64
     assert "bert_base_en_uncased" in keras_bert_zoo.list_presets()
+    assert keras_bert_zoo.presets.list_presets() == keras_bert_zoo.list_presets()
+
+
+def test_a_backbone_saves_itself_and_loads_back(tmp_path):
+    model = BertBackbone(vocabulary_size=8, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                         max_sequence_length=16, dropout=0.0, activation="gelu_approximate")
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
+    directory = model.save_to_preset(str(tmp_path / "mine"), vocabulary=tokens)
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == [
+        "config.json", "manifest.json", "vocab.txt", "weights.safetensors"]
+    assert keras_bert_zoo.get_preset_vocabulary(directory) == str(tmp_path / "mine" / "vocab.txt")
+    restored = BertBackbone.from_preset(directory)
+    assert restored.get_config() == model.get_config() | {"name": restored.name}
+    for a, b in zip(model.weights, restored.weights):
+        assert (keras.ops.convert_to_numpy(a) == keras.ops.convert_to_numpy(b)).all(), a.path

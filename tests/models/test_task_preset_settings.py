@@ -1,11 +1,17 @@
 """`Task.save_to_preset` keeps every preprocessor setting; `from_preset` restores it, the caller's value winning."""
 
+import pathlib
+import re
+
 import keras
 import numpy as np
+import pytest
 
+import keras_bert_zoo
 from keras_bert_zoo.models.bert_classifier import BertClassifier
 from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier
+from keras_bert_zoo.presets.loading import read_task_config
 from keras_bert_zoo.presets.task import preprocessor_settings
 from tests.weights import weights_testlib as lib
 
@@ -53,3 +59,30 @@ def test_classifier_and_token_classifier_presets_keep_their_preprocessor_setting
     tagger.save_to_preset(str(tmp_path / "ner"))
     restored = BertTokenClassifier.from_preset(str(tmp_path / "ner"), load_weights=False)
     assert (restored.preprocessor.sequence_length, restored.preprocessor.window_stride) == (16, 4)
+
+
+def _files(directory):
+    return {path.name: path.read_bytes() for path in sorted(pathlib.Path(directory).iterdir())}
+
+
+def test_one_save_to_preset_the_deprecated_function_writes_what_the_method_writes(tmp_path):
+    """`keras_bert_zoo.save_to_preset(task, d)` used to drop the task's settings (labels, sequence
+    length); now it warns and calls `task.save_to_preset(d)`: the same files, byte for byte."""
+    classifier = BertClassifier.from_preset(HF, num_classes=2, labels=["neg", "pos"], sequence_length=16)
+    directory = classifier.save_to_preset(str(tmp_path / "method"))
+    with pytest.warns(DeprecationWarning, match=re.escape("model.save_to_preset(directory)")):
+        keras_bert_zoo.save_to_preset(classifier, str(tmp_path / "function"))
+    assert _files(tmp_path / "function") == _files(directory)
+    saved = read_task_config(directory)
+    assert saved["task"]["class_name"] == "BertClassifier" and saved["task"]["config"]["labels"] == ["neg", "pos"]
+    assert saved["preprocessor"]["sequence_length"] == 16 and isinstance(saved["lowercase"], bool)
+    restored = BertClassifier.from_preset(str(tmp_path / "function"), load_weights=False)
+    assert restored.labels == ["neg", "pos"] and restored.preprocessor.sequence_length == 16
+
+
+def test_a_task_writes_the_vocabulary_it_is_given(tmp_path):
+    classifier = BertClassifier.from_preset(HF, num_classes=2, sequence_length=16)
+    classifier.preprocessor = None
+    directory = classifier.save_to_preset(str(tmp_path / "bare"), vocabulary=["[PAD]", "[UNK]"])
+    assert (pathlib.Path(directory) / "vocab.txt").read_text() == "[PAD]\n[UNK]\n"
+    assert "preprocessor" not in read_task_config(directory)

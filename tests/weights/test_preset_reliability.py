@@ -26,9 +26,9 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "keras_bert_zoo"
 
 @pytest.fixture(scope="module")
 def saved_preset(tmp_path_factory):
-    """One preset saved by `save_to_preset` (a tiny pretrainer); tests copy it."""
+    """One preset saved by `BertPretrainer.save_to_preset` (a tiny one); tests copy it."""
     target = tmp_path_factory.mktemp("saved") / "preset"
-    loading.save_to_preset(lib.build_pretrainer(lib.fixture_dir("gelu")), str(target), vocabulary=VOCAB)
+    lib.build_pretrainer(lib.fixture_dir("gelu")).save_to_preset(str(target), vocabulary=VOCAB)
     return target
 
 
@@ -127,7 +127,7 @@ def test_r20_killed_saves_leftovers_are_cleaned_by_the_next_save(saved_preset, t
     other = tmp_path / f".tmp-preset-2-{pid}-xy"  # another target's (`preset-2`) leftover
     other.mkdir()
     backbone = BertBackbone.from_preset(str(target), load_weights=False)
-    loading.save_to_preset(backbone, str(target))
+    backbone.save_to_preset(str(target))
     assert sorted(os.listdir(tmp_path)) == sorted(["preset", alive.name, other.name])
 
 
@@ -147,7 +147,7 @@ def test_r21_save_onto_an_existing_file_is_refused(saved_preset, tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("precious")
     with pytest.raises(ValueError, match="existing file, not a directory"):
-        loading.save_to_preset(backbone, str(path))
+        backbone.save_to_preset(str(path))
     assert path.read_text() == "precious" and os.listdir(tmp_path) == ["notes.txt"]
 
 
@@ -177,7 +177,7 @@ def test_r28_presets_get_the_users_umask(saved_preset, tmp_path):
     previous = os.umask(0o027)
     try:
         target = tmp_path / "preset"
-        loading.save_to_preset(backbone, str(target), vocabulary=VOCAB)
+        backbone.save_to_preset(str(target), vocabulary=VOCAB)
     finally:
         os.umask(previous)
     assert oct(target.stat().st_mode & 0o777) == oct(0o750)
@@ -198,11 +198,13 @@ def _imports(path):
 
 
 def test_r29_no_import_cycle_between_the_registry_and_weights():
-    registry = _imports(PACKAGE / "presets.py")
+    registry = _imports(PACKAGE / "presets" / "registry.py")
     assert not any(n.startswith(("keras_bert_zoo.weights", "keras_bert_zoo.models", "keras_bert_zoo.text")) for n in registry)
-    for path in sorted((PACKAGE / "weights").glob("*.py")):  # weights/ reads files; it uses no model code
-        assert not any(n.startswith(("keras_bert_zoo.models", "keras_bert_zoo.text")) for n in _imports(path)), path
-    for path in (PACKAGE / "presets.py", PACKAGE / "text" / "bert_preprocessor.py", PACKAGE / "models" / "bert_pretrainer.py"):
+    for path in sorted((PACKAGE / "weights").glob("*.py")):  # weights/ reads files; it uses no model or preset code
+        assert not any(n.startswith(("keras_bert_zoo.models", "keras_bert_zoo.text", "keras_bert_zoo.presets"))
+                       for n in _imports(path)), path
+    for path in (*(PACKAGE / "presets").glob("*.py"), PACKAGE / "text" / "bert_preprocessor.py",
+                 PACKAGE / "models" / "bert_pretrainer.py"):
         assert "except ImportError" not in path.read_text(), path
     for path in (PACKAGE / "weights").glob("*.py"):
         assert "except (ImportError" not in path.read_text() and "except ImportError" not in path.read_text(), path

@@ -1,15 +1,18 @@
-"""Writers: our preset (save_to_preset, atomic, R5), Google TF1 and HF safetensors, the CLI."""
+"""Writers: our preset (`model.save_to_preset`, atomic, R5), Google TF1 and HF safetensors, the CLI."""
 
 import json
 import os
+import re
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import keras_bert_zoo
 from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
 from keras_bert_zoo.presets import loading, config as preset_config, preset_format
+from keras_bert_zoo.serving import client
 from tests.weights import weights_testlib as lib
 from tools import convert_checkpoint
 
@@ -20,7 +23,7 @@ def test_save_to_preset_round_trip_with_heads(tmp_path):
     exp = lib.expected("gelu_new")
     pretrainer = lib.build_pretrainer(lib.fixture_dir("gelu_new"))
     target = str(tmp_path / "preset")
-    loading.save_to_preset(pretrainer, target, vocabulary=VOCAB)
+    pretrainer.save_to_preset(target, vocabulary=VOCAB)
     assert sorted(os.listdir(target)) == ["config.json", "manifest.json", "vocab.txt", "weights.safetensors"]
     config = json.load(open(os.path.join(target, "config.json")))
     assert config["backbone"]["activation"] == "gelu_approximate" and config["heads"] == ["predictions", "seq_relationship"]
@@ -29,12 +32,53 @@ def test_save_to_preset_round_trip_with_heads(tmp_path):
     assert loading.get_preset_vocabulary(target) == os.path.join(target, "vocab.txt")
 
 
+def _files(directory):
+    return {name: open(os.path.join(directory, name), "rb").read() for name in sorted(os.listdir(directory))}
+
+
+@pytest.mark.parametrize("kind", ["backbone", "pretrainer"])
+def test_the_deprecated_save_to_preset_calls_the_models_method(tmp_path, kind):
+    """One way to save: `model.save_to_preset(directory)`; `keras_bert_zoo.save_to_preset` (and its old
+    home, `presets.loading.save_to_preset`) warn and write the same files."""
+    pretrainer = lib.build_pretrainer(lib.fixture_dir("gelu"))
+    model = pretrainer.backbone if kind == "backbone" else pretrainer
+    method = model.save_to_preset(str(tmp_path / "method"), vocabulary=VOCAB)
+    with pytest.warns(DeprecationWarning, match=re.escape("model.save_to_preset(directory)")):
+        keras_bert_zoo.save_to_preset(model, str(tmp_path / "function"), vocabulary=VOCAB)
+    with pytest.warns(DeprecationWarning, match=re.escape("model.save_to_preset(directory)")):
+        loading.save_to_preset(model, str(tmp_path / "loading"), vocabulary=VOCAB)
+    assert _files(tmp_path / "function") == _files(tmp_path / "loading") == _files(method)
+    assert loading.write_model_preset(model, str(tmp_path / "writer"), vocabulary=VOCAB)
+    if kind == "backbone":
+        assert _files(tmp_path / "writer") == _files(method)
+        assert loading.read_task_config(method) == {}
+    else:  # the method adds the task's settings, which serving's loader needs
+        assert loading.read_task_config(method) == {
+            "task": {"class_name": "BertPretrainer", "config": {"nsp": True, "objective": "mlm"}}}
+        loaded = client.load_task(method)
+        assert isinstance(loaded, BertPretrainer)
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded.nsp_head.kernel),
+                                      keras.ops.convert_to_numpy(pretrainer.nsp_head.kernel))
+
+
+def test_public_names_of_what_other_rooms_need():
+    pretrainer = lib.build_pretrainer(lib.fixture_dir("gelu"), load_weights=False)
+    assert loading.backbone_of(pretrainer) is pretrainer.backbone is loading.backbone_of(pretrainer.backbone)
+    with pytest.raises(ValueError, match="backbone or task"):
+        loading.backbone_of(object())
+    assert preset_format.vocabulary_bytes(["a", b"b"]) == b"a\nb\n" and preset_format.vocabulary_bytes(None) is None
+    assert preset_format.vocabulary_bytes(VOCAB) == open(VOCAB, "rb").read()
+    # The old private names stay for one step.
+    assert loading._backbone_of is loading.backbone_of
+    assert preset_format._vocabulary_lines is preset_format.vocabulary_bytes
+
+
 def test_failed_second_save_keeps_the_good_preset(tmp_path, monkeypatch):
     # R5
     exp = lib.expected("gelu")
     pretrainer = lib.build_pretrainer(lib.fixture_dir("gelu"))
     target = str(tmp_path / "preset")
-    loading.save_to_preset(pretrainer, target, vocabulary=VOCAB)
+    pretrainer.save_to_preset(target, vocabulary=VOCAB)
     before = {n: open(os.path.join(target, n), "rb").read() for n in os.listdir(target)}
 
     def boom(*args, **kwargs):
@@ -43,7 +87,7 @@ def test_failed_second_save_keeps_the_good_preset(tmp_path, monkeypatch):
     monkeypatch.setattr(preset_format.files, "atomic_write_json", boom)
     pretrainer.backbone.pooled_dense.bias.assign(np.ones(16, "float32"))
     with pytest.raises(OSError, match="disk full"):
-        loading.save_to_preset(pretrainer, target, vocabulary=VOCAB)
+        pretrainer.save_to_preset(target, vocabulary=VOCAB)
     monkeypatch.undo()
     assert {n: open(os.path.join(target, n), "rb").read() for n in os.listdir(target)} == before
     assert sorted(os.listdir(tmp_path)) == ["preset"]
@@ -54,7 +98,7 @@ def test_save_refuses_a_foreign_directory(tmp_path):
     backbone = lib.build_pretrainer(lib.fixture_dir("gelu"), load_weights=False).backbone
     (tmp_path / "mine.txt").write_text("precious")
     with pytest.raises(ValueError, match="not a keras_bert_zoo preset"):
-        loading.save_to_preset(backbone, str(tmp_path))
+        backbone.save_to_preset(str(tmp_path))
     assert (tmp_path / "mine.txt").read_text() == "precious"
 
 
@@ -105,7 +149,7 @@ def test_hf_writer_loads_in_transformers(tmp_path):
     exp = lib.expected("gelu")
     pretrainer = lib.build_pretrainer(lib.fixture_dir("gelu"))
     google = str(tmp_path / "google")
-    loading.save_to_preset(pretrainer, str(tmp_path / "ours"), vocabulary=VOCAB)
+    pretrainer.save_to_preset(str(tmp_path / "ours"), vocabulary=VOCAB)
     convert_checkpoint.main([str(tmp_path / "ours"), google, "--to", "google"])
     hf = str(tmp_path / "hf")
     convert_checkpoint.main([google, hf, "--to", "hf"])
@@ -128,7 +172,7 @@ def test_backbone_only_preset_and_pretrainer_heads_missing(tmp_path, caplog):
     exp = lib.expected("gelu")
     backbone = lib.build_pretrainer(lib.fixture_dir("gelu")).backbone
     target = str(tmp_path / "backbone_only")
-    loading.save_to_preset(backbone, target, vocabulary=["[PAD]", "[UNK]"])
+    backbone.save_to_preset(target, vocabulary=["[PAD]", "[UNK]"])
     assert json.load(open(os.path.join(target, "config.json")))["heads"] == []
     assert open(os.path.join(target, "vocab.txt")).read() == "[PAD]\n[UNK]\n"
     with caplog.at_level("WARNING", logger="keras_bert_zoo.weights"):
