@@ -109,7 +109,7 @@ def build_parser():
 
 def finetuning_config(args):
     """The `FinetuningConfig` of parsed flags: a flag left out takes the config's default."""
-    from keras_bert_zoo.finetuning.run import FinetuningConfig
+    from keras_bert_zoo.finetuning.config import FinetuningConfig  # lazy: TensorFlow after the flags (start-up time)
 
     given = {k: v for k, v in vars(args).items() if v is not None and k not in ("no_progress", "skip_malformed")}
     return FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
@@ -119,7 +119,7 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
     # TensorFlow is imported only now, after the flags parsed.
-    from keras_bert_zoo.finetuning.run import run_finetuning
+    from keras_bert_zoo.finetuning.run import run_finetuning  # lazy: TensorFlow after the flags (start-up time)
 
     config = finetuning_config(args)
     results = run_finetuning(config)

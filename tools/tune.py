@@ -45,9 +45,9 @@ def main(argv=None):
     if given:
         parser.error(f"{', '.join(given)}: the grid sets these; put the values in --grid.")
     # TensorFlow is imported only now, after the flags parsed.
-    from keras_bert_zoo.finetuning.run import FinetuningConfig
-    from keras_bert_zoo.finetuning.search.tuner import resolve_grid
-    from keras_bert_zoo.finetuning.search.run import run_tuning
+    from keras_bert_zoo.finetuning.config import FinetuningConfig  # lazy: TensorFlow after the flags (start-up time)
+    from keras_bert_zoo.finetuning.search.run import run_tuning  # lazy: TensorFlow after the flags (start-up time)
+    from keras_bert_zoo.finetuning.search.tuner import resolve_grid  # lazy: keras-tuner after the flags
 
     try:
         grid = resolve_grid(args.grid)

@@ -9,6 +9,9 @@ import dataclasses
 import os
 
 from keras_bert_zoo.data.glue import GLUE_TASKS
+from keras_bert_zoo.text.span_windows import RULES
+from keras_bert_zoo.training.distribute import STRATEGIES
+from keras_bert_zoo.utils.precision import resolve_precision
 
 SQUAD_TASKS = ("squad1", "squad2")  # SQuAD v1.1 / v2.0 JSON (keras_bert_zoo.data.squad)
 TAGGING_TASKS = ("conll2003",)  # CoNLL-format NER columns (keras_bert_zoo.data.conll)
@@ -111,12 +114,8 @@ class FinetuningConfig:
         if self.precision not in PRECISION_CHOICES:
             raise ValueError(f"{flag('precision')}: unknown precision. Received: precision={self.precision!r}. "
                              f"Use one of {PRECISION_CHOICES}.")
-        from keras_bert_zoo.utils.precision import resolve_precision
-
         # Resolved once: the run, its results.json and its tuning trials all see the concrete policy.
         object.__setattr__(self, "precision", resolve_precision(self.precision))
-        from keras_bert_zoo.training.distribute import STRATEGIES
-
         if self.strategy not in STRATEGIES:
             raise ValueError(f"{flag('strategy')}: unknown strategy. Received: strategy={self.strategy!r}. "
                              f"Use one of {STRATEGIES}.")
@@ -127,8 +126,6 @@ class FinetuningConfig:
                                      f"Received it with task={self.task!r}.")
                 self._check_int(name, minimum=1)
         if self.rules is not None:
-            from keras_bert_zoo.text.span_windows import RULES
-
             if self.task not in SQUAD_TASKS:
                 raise ValueError(f"{flag('rules')} is SQuAD's (task squad1 or squad2). "
                                  f"Received it with task={self.task!r}.")

@@ -1,4 +1,4 @@
-"""`run_squad_finetuning`: `run_finetuning` for SQuAD v1.1 (`squad1`) and v2.0 (`squad2`).
+"""`SquadKind`: SQuAD v1.1 (`squad1`) and v2.0 (`squad2`) in a fine-tuning run or search (see `kind.py`).
 
 Reads SQuAD JSON files as distributed (or `tfds:<split>` of `squad/v1.1`/`squad/v2.0`
 prepared offline), fine-tunes a `BertSpanExtractor` with its default `compile()` (the
@@ -16,21 +16,21 @@ the official script's `best_f1_thresh`) and writes into `output_dir`:
 """
 
 import json
-import logging
 import os
 import time
 
+from keras_bert_zoo.data.squad import SquadData, load_squad_tfds, read_squad
 from keras_bert_zoo.finetuning.config import TFDS_PREFIX, flag
-from keras_bert_zoo.finetuning.run import export_finetuned
-
-logger = logging.getLogger("keras_bert_zoo.training")
+from keras_bert_zoo.finetuning.kind import TaskKind, per_second
+from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
+from keras_bert_zoo.utils.files import atomic_write_json
 
 VERSIONS = {"squad1": "v1.1", "squad2": "v2.0"}
 V2_KEYS = ("exact", "f1", "HasAns_f1", "NoAns_f1")
 COUNT_CHUNK = 256  # questions windowed per call when counting windows
 
 
-def _declared_version(path):
+def declared_version(path):
     """The file's top-level `"version"` ("1.1", "v2.0", ...) as "v1.1"/"v2.0", or None."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -44,8 +44,6 @@ def _declared_version(path):
 
 def read_squad_data(config, name):
     """`SquadData` of the data field `name`, checked against the task's SQuAD version."""
-    from keras_bert_zoo.data.squad import load_squad_tfds, read_squad
-
     source, version = getattr(config, name), VERSIONS[config.task]
     other = "squad2" if config.task == "squad1" else "squad1"
     try:
@@ -53,7 +51,7 @@ def read_squad_data(config, name):
             data = load_squad_tfds(f"squad/{version}", source[len(TFDS_PREFIX):], config.tfds_data_dir,
                                    skip_bad_answers=config.skip_malformed)
         else:
-            declared = _declared_version(source)
+            declared = declared_version(source)
             if declared is not None and declared != version:
                 raise ValueError(f"{source!r} says it is SQuAD {declared} (its \"version\" field), but "
                                  f"task={config.task!r} is SQuAD {version}. Use --task {other}.")
@@ -70,28 +68,12 @@ def read_squad_data(config, name):
 
 
 def first_questions(data, n):
-    from keras_bert_zoo.data.squad import SquadData
-
+    """The first `n` questions of `data` (a `SquadData`)."""
     return SquadData(data.ids[:n], data.questions[:n], data.contexts[:n], data.answers[:n],
                      data.answer_starts[:n], data.skipped)
 
 
-def _build_task(config):
-    from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
-    from keras_bert_zoo.training.distribute import get_strategy
-
-    settings = {name: getattr(config, name) for name in ("doc_stride", "max_query_length", "max_answer_length",
-                                                          "rules")}
-    with get_strategy(config.strategy).scope():
-        task = BertSpanExtractor.from_preset(config.preset, sequence_length=config.sequence_length,
-                                             dtype=config.precision, **settings, **config.dropout_kwargs())
-        task.compile(learning_rate=config.learning_rate, warmup_ratio=config.warmup_ratio)
-    # A preset fine-tuned on v2.0 brings its threshold; v1.1 always answers, v2.0 tunes anew.
-    task.null_score_diff_threshold = None
-    return task
-
-
-def _count_windows(preprocessor, data):
+def count_windows(preprocessor, data):
     """How many windows the questions of `data` make (what the model runs on)."""
     total = 0
     for begin in range(0, len(data), COUNT_CHUNK):
@@ -101,83 +83,105 @@ def _count_windows(preprocessor, data):
     return total
 
 
-def _score(task, version, dev, batch_size):
-    """`(dev metrics, predictions)`: one prediction pass; v2.0 tunes the threshold on it."""
-    answers = task.predict_best_spans(dev.x, batch_size=batch_size)
-    if version == "v1.1":
-        return task.squad_metrics(dev, version, answers=answers)
-    tuned = task.tune_null_threshold(dev, answers=answers)  # sets the threshold the preset keeps
-    metrics, predictions = task.squad_metrics(dev, version, answers=answers)
-    return {**{key: metrics.get(key) for key in V2_KEYS}, **tuned}, predictions
+class SquadKind(TaskKind):
+    """SQuAD v1.1 (`squad1`) and v2.0 (`squad2`): `BertSpanExtractor`, the official EM/F1.
 
-
-def run_squad_finetuning(config, lowercase, detected, start):
-    """One SQuAD fine-tuning run (see the module docstring for what it writes).
-
-    Args:
-        config: `FinetuningConfig` with task "squad1" or "squad2".
-        lowercase: bool. The casing `check_preset` settled on.
-        detected: bool. The casing the preset's settings give.
-        start: float. `time.perf_counter()` when the run started.
-
-    Returns:
-        dict: the contents of `results.json`.
+    The objective is `f1` for both. For v2.0 the null-answer threshold is first chosen on dev
+    to maximise F1 (the paper, §4.3; the official script's `best_f1_thresh`) and kept in the
+    task, so `f1` is the F1 of the model as saved and exported — equal to `best_f1` up to the
+    official script's tie rule — while an untuned `f1` would score a threshold nobody uses.
     """
-    import keras
 
-    from keras_bert_zoo.finetuning.run import _recased
-    from keras_bert_zoo.utils.files import atomic_write_json
+    tasks = tuple(VERSIONS)
+    default_objective = "f1"
+    task_class = BertSpanExtractor
 
-    version = VERSIONS[config.task]
-    train = read_squad_data(config, "train_file")
-    if config.max_train_examples is not None:
-        train = first_questions(train, config.max_train_examples)
-    dev = read_squad_data(config, "dev_file")
-    keras.utils.set_random_seed(config.seed)
-    task = _build_task(config)
-    if lowercase != detected:
-        task.preprocessor = _recased(task.preprocessor, config.preset, lowercase)
-    train_windows = _count_windows(task.preprocessor, train)
-    fit_start = time.perf_counter()
-    task.fit(train.x, train.y, batch_size=config.batch_size, epochs=config.epochs,
-             verbose=1 if config.progress else 0)
-    train_seconds = time.perf_counter() - fit_start
+    def __init__(self, config, lowercase, detected):
+        super().__init__(config, lowercase, detected)
+        self.version = VERSIONS[config.task]
+        self.objectives = (("exact_match", "f1") if self.version == "v1.1" else
+                           ("exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1"))
+        self.train_data = self.metrics = self.predictions = None
+        self.predict_seconds, self.train_windows, self.dev_windows = 0.0, 0, 0
 
-    predict_start = time.perf_counter()
-    metrics, predictions = _score(task, version, dev, config.batch_size)
-    predict_seconds = time.perf_counter() - predict_start
-    dev_windows = _count_windows(task.preprocessor, dev)
-    if config.progress:
-        print(f"dev ({len(dev)} questions, {dev_windows} windows): {metrics}")
+    def read(self):
+        train = read_squad_data(self.config, "train_file")
+        if self.config.max_train_examples is not None:
+            train = first_questions(train, self.config.max_train_examples)
+        self.train_data, self.train = train, (train.x, train.y)
+        self.dev = read_squad_data(self.config, "dev_file")
+        return self.train, self.dev
 
-    os.makedirs(config.output_dir, exist_ok=True)
-    atomic_write_json(os.path.join(config.output_dir, "predictions.json"), predictions)
-    task.save_to_preset(os.path.join(config.output_dir, "preset"))
-    export_dir = export_finetuned(task, config)
-    results = {
-        "task": config.task,
-        "preset": config.preset,
-        "dev": metrics,
-        "train_examples": len(train),
-        "train_windows": train_windows,
-        "epochs": config.epochs,
-        "train_seconds": round(train_seconds, 2),
-        "train_examples_per_second": round(len(train) * config.epochs / max(train_seconds, 1e-9), 2),
-        "train_windows_per_second": round(train_windows * config.epochs / max(train_seconds, 1e-9), 2),
-        "dev_examples": len(dev),
-        "dev_windows": dev_windows,
-        "predict_seconds": round(predict_seconds, 2),
-        "predict_questions_per_second": round(len(dev) / max(predict_seconds, 1e-9), 2),
-        "predict_windows_per_second": round(dev_windows / max(predict_seconds, 1e-9), 2),
-        "sequence_length": task.preprocessor.sequence_length,
-        "doc_stride": task.preprocessor.doc_stride,
-        "rules": task.rules,
-        "max_query_length": task.preprocessor.max_query_length,
-        "skipped_answers": train.skipped + dev.skipped,
-        "seconds": round(time.perf_counter() - start, 2),
-    }
-    if export_dir is not None:
-        results["export_dir"] = export_dir
-    atomic_write_json(os.path.join(config.output_dir, "results.json"), results)
-    logger.info("Fine-tuned %s: dev %s", config.task, metrics)
-    return results
+    def build(self, learning_rate, seed=None):
+        c = self.config
+        settings = {name: getattr(c, name) for name in ("doc_stride", "max_query_length", "max_answer_length",
+                                                         "rules")}
+        task = BertSpanExtractor.from_preset(c.preset, sequence_length=c.sequence_length, dtype=c.precision,
+                                             **settings, **c.dropout_kwargs())
+        self.compile(task, learning_rate)
+        # A preset fine-tuned on v2.0 brings its threshold; v1.1 always answers, v2.0 tunes anew.
+        task.null_score_diff_threshold = None
+        return self.recase(task)
+
+    def predict_dev(self, task):
+        """`(dev metrics, predictions)` in one prediction pass; v2.0 tunes the threshold on it
+        (and sets it in the task, so the preset keeps it)."""
+        start = time.perf_counter()
+        answers = task.predict_best_spans(self.dev.x, batch_size=self.config.batch_size)
+        if self.version == "v1.1":
+            metrics, predictions = task.squad_metrics(self.dev, self.version, answers=answers)
+        else:
+            tuned = task.tune_null_threshold(self.dev, answers=answers)
+            metrics, predictions = task.squad_metrics(self.dev, self.version, answers=answers)
+            metrics = {**{key: metrics.get(key) for key in V2_KEYS}, **tuned}
+        self.metrics, self.predictions = metrics, predictions
+        self.predict_seconds = time.perf_counter() - start
+        return metrics, predictions
+
+    def evaluate(self, task):
+        metrics, _ = self.predict_dev(task)
+        return {k: v for k, v in metrics.items() if k in self.objectives and v is not None}
+
+    def score(self, task):
+        """The run's dev scoring after training: `predict_dev`, the dev windows counted."""
+        metrics, _ = self.predict_dev(task)
+        self.dev_windows = count_windows(task.preprocessor, self.dev)
+        if self.config.progress:
+            print(f"dev ({len(self.dev)} questions, {self.dev_windows} windows): {metrics}")
+        return metrics
+
+    def write(self, task):
+        atomic_write_json(os.path.join(self.config.output_dir, "predictions.json"), self.predictions)
+        self.save_preset(task)
+
+    def fit(self, task):
+        self.train_windows = count_windows(task.preprocessor, self.train_data)
+        return super().fit(task)
+
+    def results(self, task, train_seconds, start, export_dir):
+        c, train, dev = self.config, self.train_data, self.dev
+        results = {
+            "task": c.task,
+            "preset": c.preset,
+            "dev": self.metrics,
+            "train_examples": len(train),
+            "train_windows": self.train_windows,
+            "epochs": c.epochs,
+            "train_seconds": round(train_seconds, 2),
+            "train_examples_per_second": round(per_second(len(train) * c.epochs, train_seconds), 2),
+            "train_windows_per_second": round(per_second(self.train_windows * c.epochs, train_seconds), 2),
+            "dev_examples": len(dev),
+            "dev_windows": self.dev_windows,
+            "predict_seconds": round(self.predict_seconds, 2),
+            "predict_questions_per_second": round(per_second(len(dev), self.predict_seconds), 2),
+            "predict_windows_per_second": round(per_second(self.dev_windows, self.predict_seconds), 2),
+            "sequence_length": task.preprocessor.sequence_length,
+            "doc_stride": task.preprocessor.doc_stride,
+            "rules": task.rules,
+            "max_query_length": task.preprocessor.max_query_length,
+            "skipped_answers": train.skipped + dev.skipped,
+            "seconds": round(time.perf_counter() - start, 2),
+        }
+        if export_dir is not None:
+            results["export_dir"] = export_dir
+        return results

@@ -1,4 +1,4 @@
-"""`run_tagging_finetuning`: `tools/finetune.py --task conll2003`, NER by fine-tuning or frozen features (§5.3).
+"""`TaggingKind`: `tools/finetune.py --task conll2003`, NER by fine-tuning or frozen features (§5.3).
 
 Reads CoNLL-format files (`--train-file`/`--dev-file`, e.g. CoNLL-2003's `eng.train` and
 `eng.testa`; or `tfds:<split>` of tensorflow-datasets' `conll2003`), takes the label set
@@ -21,13 +21,17 @@ set is scored at entity level (conlleval's counting) after every epoch. Writes i
 import logging
 import os
 import time
-import warnings
 
-import keras
 import numpy as np
 
-from keras_bert_zoo.finetuning.config import TFDS_PREFIX, flag
-from keras_bert_zoo.finetuning.run import export_finetuned
+from keras_bert_zoo.data.conll import conll_inputs, conll_labels, load_conll2003_tfds, read_conll
+from keras_bert_zoo.finetuning.config import TAGGING_TASKS, TFDS_PREFIX, flag
+from keras_bert_zoo.finetuning.kind import TaskKind, per_second
+from keras_bert_zoo.metrics.tagging import entity_scores
+from keras_bert_zoo.metrics.tagging_dev_metrics import TaggingDevMetrics
+from keras_bert_zoo.models.bert_feature_extractor import BertFeatureExtractor
+from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier
+from keras_bert_zoo.utils.files import atomic_write_text
 
 logger = logging.getLogger("keras_bert_zoo.training")
 
@@ -36,8 +40,6 @@ PREDICTIONS_FILE = "dev_predictions.conll"
 
 def read_tagging_data(config, name):
     """The `ConllData` of the data field `name` (a CoNLL file or a tfds split)."""
-    from keras_bert_zoo.data.conll import load_conll2003_tfds, read_conll
-
     source = getattr(config, name)
     try:
         if config.is_tfds(name):
@@ -54,157 +56,128 @@ def read_tagging_data(config, name):
     return data
 
 
-class TaggingDevMetrics(keras.callbacks.Callback):
-    """Tags the whole dev set after each epoch and scores entities as conlleval does.
-
-    Args:
-        task: the `BertTokenClassifier` (or `BertFeatureExtractor`) being trained; read
-            directly, as the feature-based path fits its inner tagger.
-        x: dev sentences (words joined by spaces).
-        tags: gold IOB2 tags, one list per sentence.
-        batch_size: int. Prediction batch size.
-        report: callable `(str) -> None` or None, also given the one-line summary.
-    """
-
-    def __init__(self, task, x, tags, batch_size, report=None):
-        super().__init__()
-        self.task, self.x, self.tags, self.batch_size, self.report = task, x, tags, batch_size, report
-        self.history, self.predictions, self.scores = [], None, None
-        self.seconds = self.predict_seconds = 0.0
-
-    def on_epoch_end(self, epoch, logs=None):
-        from keras_bert_zoo.metrics.tagging import entity_scores
-
-        start = time.perf_counter()
-        self.predictions = self.task.predict_tags(self.x, batch_size=self.batch_size)
-        self.predict_seconds = time.perf_counter() - start
-        self.scores = entity_scores(self.tags, self.predictions)
-        entry = {"epoch": epoch + 1, **{k: self.scores[k] for k in ("precision", "recall", "f1")}}
-        self.history.append(entry)
-        if logs is not None:
-            logs.update({f"dev_{k}": v for k, v in entry.items() if k != "epoch"})
-        line = (f"epoch {epoch + 1}: dev entity precision {entry['precision']:.4f} recall {entry['recall']:.4f} "
-                f"F1 {entry['f1']:.4f}")
-        logger.info(line)
-        if self.report is not None:
-            self.report(line)
-        self.seconds += time.perf_counter() - start
-
-
 def write_conll_predictions(path, words, gold, predicted):
     """`word gold predicted` per line, a blank line after each sentence (conlleval's input)."""
-    from keras_bert_zoo.utils.files import atomic_write_text
-
     blocks = ["".join(f"{w} {g} {p}\n" for w, g, p in zip(*sentence)) for sentence in zip(words, gold, predicted)]
     atomic_write_text(path, "\n".join(blocks))
 
 
-def _piece_count(preprocessor, x, batch=512):
+def piece_count(preprocessor, x, batch=512):
     """Non-padding word pieces of the windows of `x` ([CLS]/[SEP] included)."""
     return sum(int(np.asarray(preprocessor.windows(x[i : i + batch])["padding_mask"]).sum())
                for i in range(0, len(x), batch))
 
 
-def _build(config, labels, lowercase, detected):
-    from keras_bert_zoo.text.token_classifier_preprocessor import TokenClassifierPreprocessor
-    from keras_bert_zoo.training.distribute import get_strategy
+class TaggingKind(TaskKind):
+    """CoNLL-2003 NER: `BertTokenClassifier` (or, `feature_based`, the BiLSTM tagger of a
+    `BertFeatureExtractor`), entity-level micro precision/recall/F1 on dev."""
 
-    with get_strategy(config.strategy).scope():
-        if config.feature_based:
-            from keras_bert_zoo.models.bert_feature_extractor import BertFeatureExtractor
+    tasks = TAGGING_TASKS
+    objectives = ("precision", "recall", "f1")
+    default_objective = "f1"
 
-            task = BertFeatureExtractor.from_preset(config.preset, labels=labels, feature=config.feature_based,
-                                                    lstm_units=config.lstm_units or 768,
-                                                    sequence_length=config.sequence_length, dtype=config.precision,
-                                                    **config.dropout_kwargs())
+    def __init__(self, config, lowercase, detected):
+        super().__init__(config, lowercase, detected)
+        self.labels = self.train_data = self.dev_data = self.callback = None
+
+    @property
+    def task_class(self):
+        return BertFeatureExtractor if self.config.feature_based else BertTokenClassifier
+
+    def check_searchable(self):
+        if self.config.feature_based:
+            raise ValueError(f"{flag('feature_based')}: the search fine-tunes; the feature-based tagger is not "
+                             f"searched. Received: feature_based={self.config.feature_based!r}. Drop the flag.")
+
+    def read(self):
+        c = self.config
+        train = read_tagging_data(c, "train_file")
+        dev = read_tagging_data(c, "dev_file")
+        if c.max_train_examples is not None:
+            n = c.max_train_examples
+            train = train._replace(words=train.words[:n], tags=train.tags[:n], document_ids=train.document_ids[:n])
+        self.labels = conll_labels(train.tags)
+        if len(self.labels) < 2:
+            raise ValueError(f"{flag('train_file')}: {c.train_file!r} has no entity tags (only 'O'); "
+                             "a tagger needs at least one entity type.")
+        self.train_data, self.dev_data = train, dev
+        self.train = conll_inputs(train, self.labels)
+        self.dev = (conll_inputs(dev)[0], dev.tags)
+        return self.train, self.dev
+
+    def build(self, learning_rate, seed=None):
+        c = self.config
+        if c.feature_based:  # its tagger trains with Adam in `fit_cached`: nothing to compile
+            task = BertFeatureExtractor.from_preset(c.preset, labels=self.labels, feature=c.feature_based,
+                                                    lstm_units=c.lstm_units or 768,
+                                                    sequence_length=c.sequence_length, dtype=c.precision,
+                                                    **c.dropout_kwargs())
         else:
-            from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier
+            task = BertTokenClassifier.from_preset(c.preset, labels=self.labels,
+                                                   sequence_length=c.sequence_length, dtype=c.precision,
+                                                   **c.dropout_kwargs())
+            self.compile(task, learning_rate)
+        return self.recase(task)
 
-            task = BertTokenClassifier.from_preset(config.preset, labels=labels,
-                                                   sequence_length=config.sequence_length, dtype=config.precision,
-                                                   **config.dropout_kwargs())
-            task.compile(learning_rate=config.learning_rate, warmup_ratio=config.warmup_ratio)
-    if lowercase != detected:
-        logger.warning("Tokenizing with lowercase=%s as asked; the preset %r read as the other casing.",
-                       lowercase, config.preset)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # from_preset warns of the contradiction check_preset resolved
-            task.preprocessor = TokenClassifierPreprocessor.from_preset(
-                config.preset, sequence_length=task.preprocessor.sequence_length,
-                window_stride=task.preprocessor.window_stride, lowercase=lowercase)
-    return task
+    def fit(self, task):
+        """Trains with a `TaggingDevMetrics` (every epoch scored); feature-based: the tagger on
+        features computed once. Returns the seconds spent training, the scoring's left out."""
+        c = self.config
+        x, y = self.train
+        self.callback = TaggingDevMetrics(task, self.dev[0], self.dev[1], c.batch_size,
+                                          report=print if c.progress else None)
+        start = time.perf_counter()
+        if c.feature_based:
+            task.fit_cached(x, y, epochs=c.epochs, batch_size=c.batch_size, learning_rate=c.learning_rate,
+                            seed=c.seed, callbacks=[self.callback], verbose=self.verbose())
+        else:
+            task.fit(x, y, batch_size=c.batch_size, epochs=c.epochs, callbacks=[self.callback],
+                     verbose=self.verbose())
+        return time.perf_counter() - start - self.callback.seconds
 
+    def evaluate(self, task):
+        x, tags = self.dev
+        scores = entity_scores(tags, task.predict_tags(x, batch_size=self.config.batch_size))
+        return {k: scores[k] for k in self.objectives}
 
-def run_tagging_finetuning(config, lowercase, detected, start):
-    """Runs one NER run (see the module docstring for what it writes).
+    def score(self, task):
+        """The last epoch's entity scores (`fit` scored every epoch)."""
+        return {k: self.callback.scores[k] for k in self.objectives}
 
-    Args:
-        config: `FinetuningConfig` with `task="conll2003"`.
-        lowercase: bool. The casing `check_preset` settled on.
-        detected: bool. The casing the preset's own settings give.
-        start: float. `time.perf_counter()` at the start of the run.
+    def write(self, task):
+        dev = self.dev_data
+        write_conll_predictions(os.path.join(self.config.output_dir, PREDICTIONS_FILE), dev.words, dev.tags,
+                                self.callback.predictions)
+        self.save_preset(task)
 
-    Returns:
-        dict: the contents of `results.json`.
-    """
-    from keras_bert_zoo.data.conll import conll_inputs, conll_labels
+    def results(self, task, train_seconds, start, export_dir):
+        c, callback = self.config, self.callback
+        train_tokens = piece_count(task.preprocessor, self.train[0])
+        dev_tokens = piece_count(task.preprocessor, self.dev[0])
+        # Feature-based: BERT runs once over the data, the tagger `epochs` times over cached features.
+        passes = 1 if c.feature_based else c.epochs
+        train_examples = len(self.train_data.words)
+        results = {
+            "task": c.task, "preset": c.preset,
+            "mode": "feature_based" if c.feature_based else "fine_tuning", "feature": c.feature_based,
+            "labels": self.labels,
+            "dev": self.score(task),
+            "dev_per_type": callback.scores["per_type"],
+            "dev_per_epoch": callback.history,
+            "dev_sentences": len(self.dev_data.words),
+            "train_examples": train_examples,
+            "train_tokens": train_tokens,
+            "epochs": c.epochs,
+            "train_seconds": round(train_seconds, 2),
+            "train_examples_per_second": round(per_second(train_examples * passes, train_seconds), 2),
+            "train_tokens_per_second": round(per_second(train_tokens * passes, train_seconds), 1),
+            "predict_seconds": round(callback.predict_seconds, 2),
+            "predict_tokens_per_second": round(per_second(dev_tokens, callback.predict_seconds), 1),
+            "seconds": round(time.perf_counter() - start, 2),
+        }
+        if export_dir is not None:
+            results["export_dir"] = export_dir
+        return results
 
-    train = read_tagging_data(config, "train_file")
-    dev = read_tagging_data(config, "dev_file")
-    if config.max_train_examples is not None:
-        n = config.max_train_examples
-        train = train._replace(words=train.words[:n], tags=train.tags[:n], document_ids=train.document_ids[:n])
-    labels = conll_labels(train.tags)
-    if len(labels) < 2:
-        raise ValueError(f"{flag('train_file')}: {config.train_file!r} has no entity tags (only 'O'); "
-                         "a tagger needs at least one entity type.")
-    x, y = conll_inputs(train, labels)
-    x_dev, _ = conll_inputs(dev)
-
-    keras.utils.set_random_seed(config.seed)
-    task = _build(config, labels, lowercase, detected)
-    report = print if config.progress else None
-    callback = TaggingDevMetrics(task, x_dev, dev.tags, config.batch_size, report=report)
-    verbose = 1 if config.progress else 0
-    fit_start = time.perf_counter()
-    if config.feature_based:
-        task.fit_cached(x, y, epochs=config.epochs, batch_size=config.batch_size,
-                        learning_rate=config.learning_rate, seed=config.seed, callbacks=[callback], verbose=verbose)
-    else:
-        task.fit(x, y, batch_size=config.batch_size, epochs=config.epochs, callbacks=[callback], verbose=verbose)
-    train_seconds = time.perf_counter() - fit_start - callback.seconds
-
-    os.makedirs(config.output_dir, exist_ok=True)
-    write_conll_predictions(os.path.join(config.output_dir, PREDICTIONS_FILE), dev.words, dev.tags,
-                            callback.predictions)
-    task.save_to_preset(os.path.join(config.output_dir, "preset"))
-    export_dir = export_finetuned(task, config)
-    train_tokens = _piece_count(task.preprocessor, x)
-    dev_tokens = _piece_count(task.preprocessor, x_dev)
-    # Feature-based: BERT runs once over the data, the tagger `epochs` times over cached features.
-    passes = 1 if config.feature_based else config.epochs
-    results = {
-        "task": config.task, "preset": config.preset,
-        "mode": "feature_based" if config.feature_based else "fine_tuning", "feature": config.feature_based,
-        "labels": labels,
-        "dev": {k: callback.scores[k] for k in ("precision", "recall", "f1")},
-        "dev_per_type": callback.scores["per_type"],
-        "dev_per_epoch": callback.history,
-        "dev_sentences": len(dev.words),
-        "train_examples": len(train.words),
-        "train_tokens": train_tokens,
-        "epochs": config.epochs,
-        "train_seconds": round(train_seconds, 2),
-        "train_examples_per_second": round(len(train.words) * passes / max(train_seconds, 1e-9), 2),
-        "train_tokens_per_second": round(train_tokens * passes / max(train_seconds, 1e-9), 1),
-        "predict_seconds": round(callback.predict_seconds, 2),
-        "predict_tokens_per_second": round(dev_tokens / max(callback.predict_seconds, 1e-9), 1),
-        "seconds": round(time.perf_counter() - start, 2),
-    }
-    from keras_bert_zoo.utils.files import atomic_write_json
-
-    if export_dir is not None:
-        results["export_dir"] = export_dir
-    atomic_write_json(os.path.join(config.output_dir, "results.json"), results)
-    logger.info("NER %s: dev %s", results["mode"], results["dev"])
-    return results
+    def summary_label(self, results):
+        return f"NER {results['mode']}"

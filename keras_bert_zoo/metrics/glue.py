@@ -68,13 +68,13 @@ def _accuracy(y_true, y_pred):
 
 
 def _f1(y_true, y_pred):
-    from sklearn.metrics import f1_score
+    from sklearn.metrics import f1_score  # lazy: scikit-learn only when a metric is computed (start-up time)
 
     return float(f1_score(y_true, y_pred, pos_label=1, average="binary", zero_division=0.0))
 
 
 def _matthews(y_true, y_pred):
-    from sklearn.metrics import matthews_corrcoef
+    from sklearn.metrics import matthews_corrcoef  # lazy: scikit-learn only when scored (start-up time)
 
     return float(matthews_corrcoef(y_true, y_pred))
 
@@ -84,7 +84,7 @@ def _correlation(name):
         # scipy returns NaN (with a warning) for a constant input; say so without the warning.
         if np.all(y_true == y_true[0]) or np.all(y_pred == y_pred[0]):
             return math.nan
-        from scipy import stats
+        from scipy import stats  # lazy: scipy only when a correlation is scored (start-up time)
 
         return float(getattr(stats, name)(y_true, y_pred)[0])
 

