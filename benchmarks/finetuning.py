@@ -21,13 +21,15 @@ in a process of its own (`_subprocess.run_config`): examples/s over the epoch af
 from a per-step callback; the process's peak resident memory (`ru_maxrss`) at the end.
 """
 
+import argparse
 import os
 import statistics
 import time
 
+from benchmarks import finetuning_accuracy
 from benchmarks._subprocess import run_config
+from benchmarks.common import cpu_description
 from benchmarks.finetuning_workers import WARMUP_STEPS
-from benchmarks.serving import _cpu
 
 MODULE = "benchmarks.finetuning_workers"
 # (name, worker, kwargs, label). Rows per epoch come from the settings; `slow` configurations
@@ -54,19 +56,18 @@ LEVERS = (
      "ours, the optimizer's update in `keras.ops` (no fused Adam kernel)"),
 )
 # Not run on a CPU without native bf16 (AVX2 only): HF's bf16, emulated there and slower than
-# fp32 (its `bf16=True` epoch had not ended after 13 min, 2026-12-01), and our float32 lever,
+# fp32 (far too slow for a section), and our float32 lever,
 # which is our default there (`default_policy()`).
 SKIPPED_WITHOUT_BF16 = {
     "hf_bf16": "not run: this CPU has no native bf16 (emulated bf16 is slower than fp32)",
     "ours_fp32": "not run: float32 is our default on this CPU (no native bf16)",
 }
 # Fixed-shape configurations (every batch padded to the same length, so every step costs the
-# same): one timed step is their epoch's rate, and keras-hub's 512 costs ~1 min a step.
+# same): one timed step is their epoch's rate, and keras-hub's 512 is slow per step.
 SLOW = {"keras_hub", "keras_hub_128", "ours_pad128"}
 # Batch 16, not 32: keras-hub's default (every row padded to 512) reached 11 GB resident at
-# batch 16 before the shared 24 GB host killed it (2026-11-30); 32 would need about twice that.
-# Two rounds: one round of 10 steps moved ours by ±25% between runs of the same code (bf16 on
-# the Zen 4 kind, 2 December: 9.8 in a section, 12.3-13.0 in four runs right after); the
+# batch 16, more than a small shared host has; 32 would need about twice that.
+# Two rounds: one round of 10 steps moved ours by ±25% between runs of the same code; the
 # keras-hub sides and the levers run in the first round only (`ONCE`), as in the classification section.
 FULL = dict(rows=160, slow_rows=32, batch_size=16, runs=2, levers=True)
 QUICK = dict(rows=64, slow_rows=32, batch_size=16, runs=1, levers=True)
@@ -123,8 +124,6 @@ def table(results, labels, reference):
 def _accuracy_note():
     """The accuracy part: measured now with `BENCH_FINETUNING_ACCURACY=1`, else the recorded run."""
     if os.environ.get("BENCH_FINETUNING_ACCURACY") == "1":
-        from benchmarks import finetuning_accuracy
-
         found = finetuning_accuracy.lines(finetuning_accuracy.measure())
         return "Dev accuracy (measured in this run, " + "; ".join(found) + ")."
     return RECORDED_ACCURACY
@@ -146,7 +145,7 @@ def run(args):
     settings = QUICK if quick else FULL
     load_before = os.getloadavg()
     start = time.perf_counter()
-    from keras_bert_zoo.utils.precision import cpu_has_native_bf16
+    from keras_bert_zoo.utils.precision import cpu_has_native_bf16  # lazy: imports our package and TensorFlow (start-up time)
 
     configs = CONFIGS + (LEVERS if settings["levers"] else ())
     skipped = () if cpu_has_native_bf16() else tuple(c for c in configs if c[0] in SKIPPED_WITHOUT_BF16)
@@ -195,7 +194,7 @@ def render(settings, configs, results, padding, conditions):
         f"HF tokenized its rows in {1e3 * hf.get('tokenize_s', float('nan')):.0f} ms before `train()` "
         f"({hf.get('threads', '?')} torch threads).",
         "",
-        f"Conditions: {_cpu()}; {conditions}.",
+        f"Conditions: {cpu_description()}; {conditions}.",
         "",
         f"Method: {__doc__.split('Measured, ')[1].strip()}",
         "",
@@ -234,8 +233,6 @@ def lever_notes(results, padding):
 
 
 if __name__ == "__main__":
-    import argparse
-
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     print(run(parser.parse_args()))

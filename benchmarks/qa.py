@@ -31,30 +31,27 @@ then one timed pass over all questions (questions/s); the answers of that pass a
 compared after the official SQuAD answer normalisation (`keras_bert_zoo.metrics.squad`).
 """
 
+import contextlib
 import json
 import os
 import statistics
 import tempfile
 import time
 
-from benchmarks._subprocess import ROOT, run_config
+from benchmarks import qa_rules
+from benchmarks._subprocess import run_config
+from benchmarks.common import cpu_description
+from benchmarks.qa_rules import SETTINGS, agreement, hf_env
+from benchmarks.serving import minilm_dir
 
 MODULE = "benchmarks.qa"
-SETTINGS = dict(sequence_length=384, doc_stride=128, max_query_length=64, max_answer_length=30, batch_size=32)
-# Questions per model. FULL: 20 processes of ~15-25 s each on an idle 2-core machine (an estimate: measured
-# only under load, where QUICK's 12 took 25 min at load average 13-16).
+# Questions per model (FULL runs 20 worker processes; QUICK fewer questions and one round, for a loaded machine).
 FULL = dict(models={"minilm": 64, "base": 16}, runs=2)
 QUICK = dict(models={"minilm": 32, "base": 16}, runs=1)
-PEER_DIR = os.environ.get("HF_QA_PEER", str(ROOT / "build" / "hf_qa_peer"))
 SIDES = ("ours_predict", "ours_predict_hf_rules", "ours_served", "hf_pipeline")
 # A fine-tuned span extractor preset (e.g. tools/finetune.py --task squad1's) for MiniLM, converted to HF
 # by `save_hf_checkpoint`, and then the agreement diagnostics of qa_rules run; unset: the random head.
 QA_PRESET = os.environ.get("KBZ_BENCH_QA_PRESET")
-
-
-def _hf_env():
-    path = os.pathsep.join(p for p in (PEER_DIR, str(ROOT)) if p)
-    return {"PYTHONPATH": path, "USE_TF": "0", "TRANSFORMERS_NO_TF": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def prepare(workdir, model, questions, qa_preset=None, exports=True):
@@ -73,7 +70,6 @@ def prepare(workdir, model, questions, qa_preset=None, exports=True):
     from keras_bert_zoo import export
     from keras_bert_zoo.data.bigbench_qa import write_quoref_squad
     from keras_bert_zoo.data.squad import read_squad
-    from benchmarks.serving import minilm_dir
 
     out = os.path.join(workdir, model)
     os.makedirs(out, exist_ok=True)
@@ -173,8 +169,6 @@ def measure_ours_served(saved_model, rows):
 
 def measure_hf_pipeline(hf, rows, precision):
     """Worker (HF peer on the path): `pipeline("question-answering")` on the HF folder."""
-    import contextlib
-
     import torch
     import transformers
 
@@ -217,7 +211,7 @@ def _configs(prepared, served=True):
             configs.append((("ours_served", precision), "measure_ours_served",
                             dict(saved_model=prepared["saved_model" + suffix], rows=prepared["rows"]), None))
         configs.append((("hf_pipeline", precision), "measure_hf_pipeline",
-                        dict(hf=prepared["hf"], rows=prepared["rows"], precision=precision), _hf_env()))
+                        dict(hf=prepared["hf"], rows=prepared["rows"], precision=precision), hf_env()))
     return configs
 
 
@@ -226,7 +220,7 @@ def measure(settings, workdir):
     results = {}
     for model, questions in settings["models"].items():
         prepared = run_config(MODULE, "prepare", dict(workdir=workdir, model=model, questions=questions,
-                                                      qa_preset=QA_PRESET), env=_hf_env())
+                                                      qa_preset=QA_PRESET), env=hf_env())
         entry = results[model] = {"prepared": prepared, "runs": {}}
         if "error" in prepared:
             print(f"  qa {model}: prepare failed: {prepared['error']}", flush=True)
@@ -240,8 +234,6 @@ def measure(settings, workdir):
                 print(f"  qa {model} {'/'.join(key)} round {r}: "
                       + (got.get("error") or f"{got['rate']:.2f} q/s"), flush=True)
         if model == "minilm" and QA_PRESET:  # windows / decoding diagnostics of the fine-tuned head
-            from benchmarks import qa_rules
-
             hf = entry["runs"].get("hf_pipeline/float32", [{}])[-1].get("answers")
             entry["rules"] = qa_rules.lines(qa_rules.diagnose(prepared, hf))
     return results
@@ -255,14 +247,6 @@ def summary(runs):
     rates = [r["rate"] for r in ok]
     med = statistics.median(rates)
     return {"rate": med, "spread": (max(rates) - min(rates)) / med, "rounds": len(ok), "answers": ok[-1]["answers"]}
-
-
-def agreement(a, b):
-    """Share of questions with the same answer after SQuAD normalisation."""
-    from keras_bert_zoo.metrics.squad import normalize_answer
-
-    same = sum(normalize_answer(x) == normalize_answer(y) for x, y in zip(a, b))
-    return same, len(a)
 
 
 def _row(model, prepared, key, result, reference):
@@ -296,7 +280,6 @@ def _agreement_line(model, prepared, summaries):
 
 def run(args):
     """Runs the section and returns its Markdown."""
-    from benchmarks.serving import _cpu
 
     settings = QUICK if getattr(args, "quick", False) else FULL
     load_before = os.getloadavg()
@@ -337,7 +320,7 @@ def run(args):
         f"{s['batch_size']} questions per call; {settings['runs']} round(s), order rotated; HF with "
         "`align_to_words=False` (our answers are exact token spans).",
         "",
-        f"Conditions: {_cpu()}; load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the "
+        f"Conditions: {cpu_description()}; load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the "
         f"start, {' '.join(f'{v:.1f}' for v in load_after)} at the end, on {os.cpu_count()} cores shared with "
         "other jobs.",
         "",

@@ -18,10 +18,34 @@ against ours it measures what the decoding rule alone changes.
 """
 
 import json
+import os
+import sys
+import tempfile
 
 import numpy as np
 
-from benchmarks.qa import SETTINGS, agreement
+from benchmarks._subprocess import ROOT, run_config
+
+# The section's module (benchmarks/qa.py), whose workers `diagnose` runs by name in a subprocess.
+QA_MODULE = "benchmarks.qa"
+# The QA section's settings, shared by its speed runs (qa.py) and the diagnostics here.
+SETTINGS = dict(sequence_length=384, doc_stride=128, max_query_length=64, max_answer_length=30, batch_size=32)
+# The HF peer (transformers + torch) install, put first on a HF worker's path.
+PEER_DIR = os.environ.get("HF_QA_PEER", str(ROOT / "build" / "hf_qa_peer"))
+
+
+def hf_env():
+    """The environment of a worker that runs HF's side: the HF peer first on the path, no TensorFlow in HF."""
+    path = os.pathsep.join(p for p in (PEER_DIR, str(ROOT)) if p)
+    return {"PYTHONPATH": path, "USE_TF": "0", "TRANSFORMERS_NO_TF": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def agreement(a, b):
+    """Share of questions with the same answer after SQuAD normalisation."""
+    from keras_bert_zoo.metrics.squad import normalize_answer
+
+    same = sum(normalize_answer(x) == normalize_answer(y) for x, y in zip(a, b))
+    return same, len(a)
 
 
 def hf_matched_windows(hf, rows):
@@ -105,15 +129,12 @@ def causes(ours, ours_hf_rule, hf_matched, hf_default):
 
 def diagnose(prepared, hf_default):
     """Runs the diagnostics on prepared MiniLM rows; returns counts and Markdown lines."""
-    from benchmarks._subprocess import run_config
-    from benchmarks.qa import MODULE, _hf_env
-
     ours = run_config("benchmarks.qa_rules", "ours_with_hf_rule", dict(preset=prepared["preset"], rows=prepared["rows"]))
     matched = run_config("benchmarks.qa_rules", "hf_matched_windows", dict(hf=prepared["hf"], rows=prepared["rows"]),
-                         env=_hf_env())
+                         env=hf_env())
     if hf_default is None:
-        got = run_config(MODULE, "measure_hf_pipeline", dict(hf=prepared["hf"], rows=prepared["rows"],
-                                                            precision="float32"), env=_hf_env())
+        got = run_config(QA_MODULE, "measure_hf_pipeline", dict(hf=prepared["hf"], rows=prepared["rows"],
+                                                            precision="float32"), env=hf_env())
         hf_default = got.get("answers")
     if any("error" in r for r in (ours, matched)) or hf_default is None:
         return {"error": str([r.get("error") for r in (ours, matched)])}
@@ -134,15 +155,9 @@ def lines(result):
 
 
 if __name__ == "__main__":  # python -m benchmarks.qa_rules PRESET QUESTIONS: the agreement only, no speed
-    import sys
-    import tempfile
-
-    from benchmarks._subprocess import run_config as _run
-    from benchmarks.qa import MODULE as _MODULE, _hf_env as _env
-
     with tempfile.TemporaryDirectory(prefix="kbz_qa_rules_") as work:
-        prep = _run(_MODULE, "prepare", dict(workdir=work, model="minilm", questions=int(sys.argv[2]),
-                                             qa_preset=sys.argv[1], exports=False), env=_env())
+        prep = run_config(QA_MODULE, "prepare", dict(workdir=work, model="minilm", questions=int(sys.argv[2]),
+                                             qa_preset=sys.argv[1], exports=False), env=hf_env())
         if "error" in prep:
             sys.exit(f"prepare failed: {prep['error']}")
         print(f"{prep['questions']} questions, {prep['windows']['mean']:.2f} windows each, dropped {prep.get('dropped')}")

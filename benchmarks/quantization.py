@@ -17,6 +17,7 @@ pass, then `runs` timed passes over the rows (rows/s, median and spread). Agreem
 rows whose label equals ours fp32's.
 """
 
+import argparse
 import json
 import os
 import tempfile
@@ -24,7 +25,8 @@ import tempfile
 import numpy as np
 
 from benchmarks._subprocess import run_config, summarize, time_runs
-from benchmarks.serving import _cpu, minilm_dir
+from benchmarks.common import cpu_description
+from benchmarks.serving import minilm_dir
 
 MODULE = "benchmarks.quantization"
 FULL = dict(speed_rows=256, train_rows=1000, runs=3)
@@ -218,7 +220,7 @@ def run(args):
         f"Goals: ours int8 / ORT int8 = {goals['int8_vs_ort_int8']:.2f}x (goal >= 1); ours int8 / ours bf16 = "
         f"{goals['int8_vs_bf16']:.2f}x (goal >= 1.5); int8 accuracy loss {loss:.2f} points (goal <= 0.5).",
         "",
-        f"Conditions: {_cpu()}; load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the "
+        f"Conditions: {cpu_description()}; load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the "
         f"start, {' '.join(f'{v:.1f}' for v in load_after)} at the end, on {os.cpu_count()} cores shared with other "
         f"jobs. Speed rows: the first {settings['speed_rows']} dev snippets (mean {results['mean_words']:.1f} words); "
         f"{settings['runs']} timed passes each.",
@@ -230,8 +232,6 @@ def run(args):
 
 
 if __name__ == "__main__":
-    import argparse
-
     parser = argparse.ArgumentParser(description="quantization bench section")
     parser.add_argument("--quick", action="store_true")
     print(run(parser.parse_args()))

@@ -26,12 +26,12 @@ the largest difference of the classifier's probability / the answer's score).
 
 import json
 import os
-import pathlib
 import statistics
 import tempfile
 import time
 
 from benchmarks._subprocess import run_config, summarize, time_runs
+from benchmarks.common import cpu_description
 from benchmarks.predict_overhead import breakdown_note
 
 MODULE = "benchmarks.serving"
@@ -283,7 +283,7 @@ def run(args):
     results = measure(settings=settings)
     load_after = os.getloadavg()
     rows, agreement = table(results)
-    cpu = _cpu()
+    cpu = cpu_description()
     notes = breakdown_note(results.get("classifier", {}).get("breakdown"))
     served_calls, predict_calls = settings["latency_calls"]
     return "\n".join([
@@ -308,13 +308,3 @@ def run(args):
         notes,
     ])
 
-
-def _cpu():
-    try:
-        info = pathlib.Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "CPU unknown"
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    kinds = [f for f in ("avx512f", "avx512_bf16", "avx512_vnni") if f in flags]
-    return f"{model} ({', '.join(kinds) or 'no AVX-512'})"

@@ -108,8 +108,8 @@ def import_tensorflow():
 
 
 # Optional imports of TensorFlow's and Keras' own start-up that no tool uses: Keras'
-# scikit-learn wrappers and image-gallery plot (1.0 s and 0.9 s of the import on the 2-core
-# AVX2-only kind). Hidden while TensorFlow imports, so those two Keras utilities stay off in a
+# scikit-learn wrappers and image-gallery plot (most of the import's time on a small CPU).
+# Hidden while TensorFlow imports, so those two Keras utilities stay off in a
 # tool's process; importing either package later (our metrics, the demo's plots) works as usual.
 _OPTIONAL = ("sklearn", "matplotlib")
 

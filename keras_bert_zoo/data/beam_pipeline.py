@@ -20,9 +20,12 @@ only when a pipeline is built.
 import json
 import posixpath
 
+import numpy as np
+import tensorflow as tf
+
 from keras_bert_zoo.data import pretraining_report as report_lib
 from keras_bert_zoo.data.documents import resolve_files
-from keras_bert_zoo.data.pretraining_writer import output_paths, writer_options
+from keras_bert_zoo.data.pretraining_writer import build_tokenizer, output_paths, write_shards, writer_options
 
 RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner")
 
@@ -44,13 +47,9 @@ class _WriteShardFn:
         self._tokenizer = None
 
     def setup(self):
-        from keras_bert_zoo.data.pretraining_writer import build_tokenizer
-
         self._tokenizer = build_tokenizer(self.tokenizer_spec)
 
     def process(self, job):
-        from keras_bert_zoo.data.pretraining_writer import write_shards
-
         index, path, output = job
         totals = write_shards([path], [output], self._tokenizer, self.options, shard_indices=[index])
         # JSON-friendly: Beam moves it between workers; the merge below sums it.
@@ -66,7 +65,7 @@ def _merge_totals(encoded, sequence_length):
 
 def build_pipeline(pipeline, paths, outputs, tokenizer_spec, options):
     """Adds the shard-writing steps to a `beam.Pipeline`; returns the PCollection of merged totals."""
-    import apache_beam as beam
+    import apache_beam as beam  # lazy: apache_beam is optional (the `beam` extra) and slow to import
 
     fn = type("WriteShard", (_WriteShardFn, beam.DoFn), {})(tokenizer_spec, options)
     jobs = [(i, p, o) for i, (p, o) in enumerate(zip(paths, outputs))]
@@ -109,15 +108,14 @@ def write_pretraining_tfrecords_beam(files, output_file, tokenizer, runner="Dire
         raise ValueError("`tokenizer` must be a JSON spec ({'vocabulary': path, 'lowercase': bool} or "
                          f"{{'preset': name}}) that every worker can rebuild. Received a {type(tokenizer).__name__}.")
     try:
-        import apache_beam as beam
-        from apache_beam.options.pipeline_options import PipelineOptions
+        import apache_beam as beam  # lazy: apache_beam is optional (the `beam` extra) and slow to import
+        from apache_beam.options.pipeline_options import PipelineOptions  # lazy: apache_beam is optional (the `beam` extra) and slow to import
     except ImportError as e:
         raise ImportError("The Beam writer needs apache-beam: pip install 'keras-bert-zoo[beam]' "
                           "(or pip install apache-beam).") from e
     options = writer_options(**options)
     paths = resolve_files(files)
     outputs = output_paths(output_file, len(paths))
-    import tensorflow as tf
 
     for directory in {posixpath.dirname(o) for o in outputs} - {""}:
         tf.io.gfile.makedirs(directory)  # gfile: also gs:// on Dataflow
@@ -136,9 +134,6 @@ def _report_prefix(output_file, outputs):
 
 
 def _write_report(totals, options, paths, outputs, prefix):
-    import numpy as np
-    import tensorflow as tf
-
     totals = dict(totals)
     totals["length_histogram"] = np.asarray(totals["length_histogram"], np.int64)
     empty = [p for p in paths if tf.io.gfile.stat(p).length == 0]

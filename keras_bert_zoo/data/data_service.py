@@ -71,7 +71,7 @@ def distribute(service, job_name=None, max_outstanding_requests=None):
                          f"Received: max_outstanding_requests={max_outstanding_requests!r}.")
 
     def apply(dataset):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: the address check needs no TensorFlow (start-up time)
 
         return dataset.apply(tf.data.experimental.service.distribute(
             processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=service,

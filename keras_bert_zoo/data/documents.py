@@ -12,7 +12,7 @@ from keras_bert_zoo.data import sentences
 # Wraps a function so that tf.data traces it as written, without AutoGraph converting
 # its Python control flow. The pipeline's functions use TF ops and explicit
 # `tf.cond`/`tf.while_loop` only, so AutoGraph would only add start-up time (it parses
-# and rewrites each function's source, ~1 s per process).
+# and rewrites each function's source, in every process).
 without_autograph = tf.autograph.experimental.do_not_convert
 
 

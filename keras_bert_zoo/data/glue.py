@@ -13,8 +13,11 @@ import csv
 import dataclasses
 import logging
 import math
+import os
 
 import numpy as np
+
+from keras_bert_zoo.utils.files import atomic_write_text
 
 logger = logging.getLogger("keras_bert_zoo.data")
 
@@ -143,10 +146,6 @@ def write_glue_submission(task, path, ids, predictions, mismatched=False):
     Returns:
         The path written.
     """
-    import os
-
-    from keras_bert_zoo.utils.files import atomic_write_text
-
     fmt = glue_format(task)
     predictions = np.asarray(predictions)
     if fmt.file_labels and predictions.ndim == 2:

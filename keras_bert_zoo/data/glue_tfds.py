@@ -49,7 +49,7 @@ def load_glue_tfds(name, split, data_dir=None):
     >>> texts_a, y
     (['The man sits down.', 'The sun is a star.'], array([1, 0], dtype=int32))
     """
-    import tensorflow_datasets as tfds
+    import tensorflow_datasets as tfds  # lazy: tensorflow_datasets is optional and slow to import
 
     config = name[len("glue/"):] if name.startswith("glue/") else name
     config_name = config.split(":")[0]

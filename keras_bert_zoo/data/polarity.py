@@ -89,7 +89,7 @@ def write_polarity_tsv(output_dir, path=None, dev_fraction=0.1):
     Returns:
         dict: split -> (path, number of rows).
     """
-    from keras_bert_zoo.utils.files import atomic_write_text
+    from keras_bert_zoo.utils.files import atomic_write_text  # lazy: benchmark peers load this file alone, without our package and TensorFlow (start-up time)
 
     os.makedirs(output_dir, exist_ok=True)
     written = {}

@@ -114,7 +114,7 @@ def instance_windows(files, tokenizer, masker, sequence_length=128, short_seq_pr
 # `(tokenize, window)` tf.functions per tokenizer and settings. tf.data traces the functions
 # of every new dataset again; these keep their traces, so a run that builds its pipeline
 # several times (the corpus check, training, held-out batches) traces the costly graphs
-# once (each build ~1.5 s less on 2 cores).
+# once.
 _FUNCTIONS = weakref.WeakKeyDictionary()
 
 

@@ -4,8 +4,11 @@ import json
 import os
 
 import numpy as np
+import tensorflow as tf
 
+from keras_bert_zoo.data.documents import resolve_files
 from keras_bert_zoo.data.nsp_instances import STAT_KEYS
+from keras_bert_zoo.data.pretraining import instance_windows, make_masker, validate_options
 
 EXTRA_KEYS = ("empty_documents", "invalid_utf8_lines", "masked", "mask_cap_hits", "mask_replaced", "mask_kept")
 
@@ -160,8 +163,6 @@ def write_report(report, output_prefix):
 
     Through `tf.io.gfile`, so a Beam worker can write the report next to gs:// outputs.
     """
-    import tensorflow as tf
-
     paths = []
     for suffix, text in ((".report.json", json.dumps(report, indent=1)), (".report.txt", format_report(report))):
         path = f"{output_prefix}{suffix}"
@@ -182,9 +183,6 @@ def pretraining_report(files, tokenizer, sequence_length=128, max_predictions=20
     Returns:
         dict (see `summarize`); `format_report(report)` prints it.
     """
-    from keras_bert_zoo.data.documents import resolve_files
-    from keras_bert_zoo.data.pretraining import instance_windows, make_masker, validate_options
-
     validate_options(sequence_length, max_predictions, masked_lm_prob, short_seq_prob, window_size)
     masker = make_masker(tokenizer, max_predictions, masked_lm_prob, whole_word_masking)
     paths = resolve_files(files)

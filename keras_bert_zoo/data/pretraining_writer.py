@@ -16,11 +16,16 @@ import threading
 import time
 
 import numpy as np
+import tensorflow as tf
 
 from keras_bert_zoo.data import pretraining_report as report_lib
 from keras_bert_zoo.data.documents import resolve_files
 from keras_bert_zoo.data.example_encoder import encode_instances
 from keras_bert_zoo.data.pretraining import instance_windows, make_masker, validate_options
+from keras_bert_zoo.presets.config import preset_lowercase
+from keras_bert_zoo.presets.loading import get_preset_vocabulary
+from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
+from keras_bert_zoo.text.vocabulary import load_vocabulary
 
 SHARD_SEED_STRIDE = 7919
 
@@ -41,13 +46,7 @@ def output_paths(output_file, num_inputs):
 
 def build_tokenizer(spec):
     """A tokenizer from a JSON spec: `{"vocabulary": path, "lowercase": bool}` or `{"preset": name}`."""
-    from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
-
     if "preset" in spec:
-        from keras_bert_zoo.text.vocabulary import load_vocabulary
-        from keras_bert_zoo.presets.loading import get_preset_vocabulary
-        from keras_bert_zoo.presets.config import preset_lowercase
-
         vocabulary = get_preset_vocabulary(spec["preset"])
         lowercase = spec.get("lowercase")
         if lowercase is None:  # the registry entry, our saved preset, the name, else the vocabulary
@@ -68,8 +67,6 @@ def shards_dataset(paths, shard_indices, tokenizer, options, parallel_shards=1):
     (no records, zero stats). Records are serialized `tf.train.Example`s, encoded in the
     pipeline.
     """
-    import tensorflow as tf
-
     masker = make_masker(tokenizer, options["max_predictions_per_seq"], options["masked_lm_prob"],
                          options["do_whole_word_mask"], options.get("per_word_replacement", False))
     paths_t = tf.constant(list(paths))
@@ -93,10 +90,9 @@ def shards_dataset(paths, shard_indices, tokenizer, options, parallel_shards=1):
     # elements stay in order and go to its own file, so the outputs do not change.
     dataset = tf.data.Dataset.range(len(paths)).interleave(
         shard, cycle_length=parallel_shards, num_parallel_calls=parallel_shards, deterministic=False)
-    # Measured on the 16-shard benchmark corpus: without the autotuner (AUTOTUNE is then one
-    # call per core) the iterator's teardown no longer waits ~4.7 s for the autotuner's
-    # thread (in half of the runs); without tf.data's default graph rewrites (our stages
-    # set their parallelism) the pipeline starts ~0.4 s sooner and uses ~1.5 CPU-s less.
+    # Without the autotuner (AUTOTUNE is then one call per core) the iterator's teardown no
+    # longer waits for the autotuner's thread; without tf.data's default graph rewrites (our
+    # stages set their parallelism) the pipeline starts sooner and uses less CPU time.
     options = tf.data.Options()
     options.autotune.enabled = False
     options.experimental_optimization.apply_default_optimizations = False
@@ -105,8 +101,6 @@ def shards_dataset(paths, shard_indices, tokenizer, options, parallel_shards=1):
 
 def drain_shards(dataset, outputs, max_seq_length, on_window=None, on_shard=None):
     """Writes `shards_dataset` elements to `outputs[position]` (each atomically); returns raw totals."""
-    import tensorflow as tf
-
     totals = report_lib.empty_totals(max_seq_length)
     open_writers = {}  # shard -> (writer, temporary path)
     remaining = len(outputs)

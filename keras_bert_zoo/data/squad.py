@@ -159,7 +159,7 @@ def load_squad_tfds(name, split, data_dir=None, skip_bad_answers=False):
     Returns:
         `SquadData`, in tfds's order.
     """
-    import tensorflow_datasets as tfds
+    import tensorflow_datasets as tfds  # lazy: tensorflow_datasets is optional and slow to import
 
     if name.split(":")[0] not in ("squad/v1.1", "squad/v2.0"):
         raise ValueError(f"Unknown tfds SQuAD config. Received: name={name!r}. Use 'squad/v1.1' or 'squad/v2.0'.")

@@ -13,6 +13,7 @@ import struct
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_zoo.data.documents import resolve_files
 from keras_bert_zoo.data.example_encoder import encode_examples
 from keras_bert_zoo.data.pretraining import to_batch_layout
 
@@ -133,8 +134,6 @@ def read_pretraining_tfrecords(pattern, batch_size, shuffle=False, seed=12345, n
     >>> tuple(x["token_ids"].shape), tuple(y["mlm_ids"].shape)
     ((2, 16), (2, 3))
     """
-    from keras_bert_zoo.data.documents import resolve_files
-
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"`batch_size` must be a positive int. Received: batch_size={batch_size!r}.")
     # The writer's reports sit next to the shards; a glob like "out-*" matches them too.

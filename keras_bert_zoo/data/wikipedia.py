@@ -14,6 +14,7 @@ import os
 import re
 import zlib
 
+import gensim
 from gensim.corpora.wikicorpus import extract_pages, filter_wiki
 
 from keras_bert_zoo.data.sentences import split_sentences  # noqa: F401  (part of this module's API)
@@ -46,8 +47,6 @@ def sample_dump_path():
     Raises:
         FileNotFoundError: the installed gensim does not carry its test data.
     """
-    import gensim
-
     path = os.path.join(os.path.dirname(gensim.__file__), "test", "test_data", SAMPLE_DUMP)
     if not os.path.isfile(path):
         raise FileNotFoundError(
@@ -297,6 +296,6 @@ def prepare_wikipedia(
 def _progress_bar(path, enabled):
     if not enabled or not os.path.isfile(path):
         return None
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # lazy: tqdm only for the optional progress bar (start-up time)
 
     return tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, desc="prepare corpus")

@@ -187,7 +187,7 @@ def _map_sequences(function, bounds, hidden_dim, dtype):
     every layer's graph (all-MiniLM-L6-v2's export traced 12 sequence bodies for 6 layers)."""
     if keras.backend.backend() != "tensorflow":
         return ops.map(function, bounds)
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: only the TensorFlow backend runs this (start-up time elsewhere)
 
     signature = tf.TensorSpec([None, hidden_dim], dtype)
     return tf.map_fn(function, bounds, fn_output_signature=signature)

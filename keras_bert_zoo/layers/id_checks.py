@@ -28,15 +28,15 @@ def _concrete(ids):
     """`ids` as a NumPy array if its values exist now (an eager call), else None."""
     backend = keras.backend.backend()
     if backend == "tensorflow":
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: the backend's own framework only (start-up time)
 
         return ids.numpy() if tf.executing_eagerly() and hasattr(ids, "numpy") else None
     if backend == "jax":
-        import jax
+        import jax  # lazy: the backend's own framework only (start-up time)
 
         return None if isinstance(ids, jax.core.Tracer) else np.asarray(ids)
     if backend == "torch":
-        import torch
+        import torch  # lazy: the backend's own framework only (start-up time)
 
         if ids.is_meta or torch.compiler.is_compiling():
             return None
@@ -72,7 +72,7 @@ def check_id_range(ids, size, name, size_name, fix):
         return ids
     if keras.backend.backend() != "tensorflow":
         return ids
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: only the TensorFlow backend runs this (start-up time elsewhere)
 
     smallest, largest = ops.min(ids), ops.max(ids)
     in_range = ops.logical_and(smallest >= 0, largest < size)

@@ -9,6 +9,9 @@ import dataclasses
 import numbers
 import os
 
+from keras_bert_zoo.data.data_service import check_service_address
+from keras_bert_zoo.utils.precision import resolve_precision
+
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 PRECISION_CHOICES = ("auto",) + PRECISIONS  # "auto": keras_bert_zoo.utils.precision.auto_precision()
 OBJECTIVES = ("mlm", "ltr")
@@ -80,7 +83,6 @@ class PretrainingConfig:
         self._check_sources()
         if self.precision not in PRECISION_CHOICES:
             raise ValueError(f"Unknown precision. Received: precision={self.precision!r}. Use one of {PRECISION_CHOICES}.")
-        from keras_bert_zoo.utils.precision import resolve_precision
 
         object.__setattr__(self, "precision", resolve_precision(self.precision))  # resolved once, recorded as such
         if self.train_files is not None and self.vocabulary is None and self.preset is None:
@@ -92,8 +94,6 @@ class PretrainingConfig:
         self._check_phase2()
         self._check_custom_size()
         if self.data_service is not None:
-            from keras_bert_zoo.data.data_service import check_service_address
-
             check_service_address(self.data_service)
 
     def _check_sources(self):

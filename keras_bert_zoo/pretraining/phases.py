@@ -8,6 +8,7 @@ steps, phase 2 the rest on the same model at its own sequence length, checkpoint
 import math
 import os
 
+from keras_bert_zoo.presets.config import get_preset_config
 from keras_bert_zoo.training.callbacks import ScalarLogger
 from keras_bert_zoo.training.held_out import HeldOutEvaluation, format_record
 
@@ -20,8 +21,6 @@ def backbone_shape(preset, size, vocabulary_size=None):
     if preset is None:
         shape = {"vocabulary_size": vocabulary_size, "max_sequence_length": 512}  # BertBackbone's default
     else:
-        from keras_bert_zoo.presets.config import get_preset_config
-
         shape = dict(get_preset_config(preset))
     shape.update(size)
     return shape

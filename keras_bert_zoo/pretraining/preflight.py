@@ -10,6 +10,9 @@ import os
 
 import numpy as np
 
+from keras_bert_zoo.data.documents import resolve_files
+from keras_bert_zoo.presets.preset_format import is_preset_dir
+from keras_bert_zoo.pretraining.phases import backbone_shape
 from keras_bert_zoo.utils import files
 
 SETTINGS_FILE = "run_settings.json"
@@ -43,8 +46,6 @@ def check_output_paths(config):
     Raises:
         ValueError: naming the argument and the path.
     """
-    from keras_bert_zoo.presets.preset_format import is_preset_dir
-
     paths = {"output_dir": config.output_dir, "checkpoint_dir": config.checkpoint_dir, "log_dir": config.log_dir}
     for name, path in paths.items():
         if path is None:
@@ -70,8 +71,6 @@ def check_output_paths(config):
 
 
 def _file_list(pattern):
-    from keras_bert_zoo.data.documents import resolve_files
-
     names = resolve_files(pattern)
     return names if len(names) <= 5 else names[:5] + [f"... ({len(names)} files)"]
 
@@ -107,8 +106,6 @@ def check_corpus(config, phases, dataset_fn, sample_batches=1):
 
 def run_settings(config, vocabulary_size):
     """The settings a resumed run must share with the one that wrote its checkpoints."""
-    from keras_bert_zoo.pretraining.phases import backbone_shape
-
     shape = backbone_shape(config.preset, config.size, vocabulary_size)
     settings = {key: shape.get(key) for key in BACKBONE_SETTINGS}
     settings.update({key: getattr(config, key) for key in RUN_SETTINGS})

@@ -24,28 +24,30 @@ from keras_bert_zoo.training.distribute import get_strategy, is_chief
 from keras_bert_zoo.pretraining.evaluation import baseline_accuracies, evaluate_pretraining, unigram_counts
 from keras_bert_zoo.training.resumable_fit import fit_resumable
 from keras_bert_zoo.pretraining.phases import max_sequence_length, phase_callbacks, phase_settings
+from keras_bert_zoo.data.pretraining import pretraining_dataset
+from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords
+from keras_bert_zoo.models.bert_backbone import BertBackbone
+from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
+from keras_bert_zoo.presets.loading import get_preset_vocabulary, load_pretrainer_weights, save_to_preset
+from keras_bert_zoo.pretraining.config import PretrainingConfig
+from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 
 logger = logging.getLogger("keras_bert_zoo.training")
 
 
 def _vocabulary(vocabulary, preset):
     if vocabulary is None and preset is not None:
-        from keras_bert_zoo.presets.loading import get_preset_vocabulary
-
         try:
             vocabulary = get_preset_vocabulary(preset)
         except ValueError:
             return None, None
     if vocabulary is None:
         return None, None
-    from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 
     return vocabulary, BertTokenizer(vocabulary)
 
 
 def _custom_backbone(size, vocabulary_size, precision):
-    from keras_bert_zoo.models.bert_backbone import BertBackbone
-
     size = dict(size)
     given = size.pop("vocabulary_size", None)
     if given is not None and vocabulary_size is not None and given != vocabulary_size:
@@ -58,9 +60,6 @@ def _custom_backbone(size, vocabulary_size, precision):
 
 def _build_model(config, vocabulary_size):
     """Returns `(compiled BertPretrainer, heads loaded from the preset)`."""
-    from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
-
     size = dict(config.size)
     if config.objective == "ltr":
         size.setdefault("causal", True)
@@ -71,8 +70,6 @@ def _build_model(config, vocabulary_size):
     model = BertPretrainer(backbone, nsp=config.nsp, objective=config.objective)
     heads = []
     if config.preset is not None and config.load_weights:
-        from keras_bert_zoo.presets.loading import load_pretrainer_weights
-
         heads = load_pretrainer_weights(model, config.preset)["heads"]  # logs a head it lacks
         logger.info("Started from %s: backbone + heads %s (others random).", config.preset, heads)
     model.compile(learning_rate=config.learning_rate, warmup_steps=max(1, config.warmup_steps),
@@ -95,13 +92,10 @@ def _read(config, tokenizer, phase, batch, files=None, seed=None, num_epochs=Non
     """The phase's pretraining batches (text made on the fly, or TFRecords)."""
     seed = phase["seed"] if seed is None else seed
     if config.train_files is not None or files is not None:
-        from keras_bert_zoo.data.pretraining import pretraining_dataset
-
         return pretraining_dataset(files or config.train_files, tokenizer, batch,
                                    sequence_length=phase["sequence_length"],
                                    max_predictions=phase["max_predictions"], seed=seed, num_epochs=num_epochs,
                                    drop_remainder=drop_remainder)
-    from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords
 
     return read_pretraining_tfrecords(phase["tfrecords"], batch, shuffle=True, seed=seed, num_epochs=num_epochs,
                                       drop_remainder=drop_remainder)
@@ -137,8 +131,6 @@ def _held_out_batches(config, dataset_fn):
         # A differently-seeded draw from the training data (not truly held out).
         ds = dataset_fn(0, 1, config.batch_size, seed=config.seed + 1)
     elif config.tfrecords is not None:
-        from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords
-
         ds = read_pretraining_tfrecords(config.eval_files, config.batch_size)
     else:
         ds = dataset_fn(0, 1, config.batch_size, files=config.eval_files)
@@ -214,8 +206,6 @@ def run_pretraining(config, callbacks=()):
         ValueError: an output path it could not write, data with fewer instances than
             one batch, or a checkpoint directory of a run with other settings.
     """
-    from keras_bert_zoo.pretraining.config import PretrainingConfig
-
     if not isinstance(config, PretrainingConfig):
         raise TypeError(f"`config` must be a PretrainingConfig. Received: {type(config).__name__}.")
     phases = phase_settings(config, max_sequence_length(config.preset, config.size))
@@ -240,8 +230,6 @@ def run_pretraining(config, callbacks=()):
     step, resumed_from, history, stopped = _run_phases(config, model, tokenizer, phases, evaluate, baselines,
                                                        callbacks)
     if is_chief(dist):
-        from keras_bert_zoo.presets.loading import save_to_preset
-
         save_to_preset(model, os.fspath(config.output_dir), vocabulary=vocab_path)
     return {"step": step, "resumed_from": resumed_from, "output_dir": config.output_dir, "held_out": history,
             "baselines": baselines, "held_out_batches": held_out_batches, "stopped_early": stopped,

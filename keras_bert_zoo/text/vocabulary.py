@@ -4,6 +4,7 @@ A vocabulary is a list of tokens; a token's id is its index (line number - 1), a
 Google's `vocab.txt` files.
 """
 
+import collections
 import os
 import warnings
 
@@ -142,7 +143,7 @@ def google_reserved_tokens(num_unused=99):
 
 def _text_batches(dataset_or_files, batch_size):
     """Yields batches of raw lines (bytes) from files, a list of strings or a dataset."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: loading a vocabulary needs no TensorFlow, only learning one (start-up time)
 
     if isinstance(dataset_or_files, tf.data.Dataset):
         dataset = dataset_or_files
@@ -177,12 +178,10 @@ def count_words(dataset_or_files, lowercase=True, strip_accents=None, batch_size
     Returns:
         `collections.Counter` of str words.
     """
-    import collections
+    import tensorflow as tf  # lazy: loading a vocabulary needs no TensorFlow, only learning one (start-up time)
+    import tensorflow_text as tf_text  # lazy: loading a vocabulary needs no TensorFlow, only learning one (start-up time)
 
-    import tensorflow as tf
-    import tensorflow_text as tf_text
-
-    from keras_bert_zoo.text import normalize as norm
+    from keras_bert_zoo.text import normalize as norm  # lazy: imports TensorFlow; only learning a vocabulary needs it (start-up time)
 
     def split(lines):
         lines = norm.drop_invalid_utf8(lines)
@@ -200,7 +199,7 @@ def count_words(dataset_or_files, lowercase=True, strip_accents=None, batch_size
 
 def _learn_with_tokenizers(counts, vocabulary_size, reserved, min_count):
     """HF `tokenizers`' WordPiece trainer (Rust) over pre-normalised word counts."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # lazy: HF tokenizers is optional (only this learner needs it)
 
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -226,7 +225,7 @@ def _learn_with_tokenizers(counts, vocabulary_size, reserved, min_count):
 
 def _learn_with_tensorflow_text(counts, vocabulary_size, reserved, min_count):
     """tensorflow-text's WordPiece learner (pure Python; minutes for a few MB)."""
-    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner  # lazy: tensorflow-text's learner, only for this backend (start-up time)
 
     return learner.learn(
         counts.items(),
@@ -291,7 +290,7 @@ def learn_vocabulary(
         )
     if algorithm == "auto":
         try:
-            import tokenizers  # noqa: F401
+            import tokenizers  # noqa: F401, lazy: only probes whether the optional package is installed
 
             algorithm = "tokenizers"
         except ImportError:

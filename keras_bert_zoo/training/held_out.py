@@ -95,7 +95,7 @@ class HeldOutEvaluation(keras.callbacks.Callback):
     def _write(self, record):
         if self._log_dir is None:
             return
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: only TensorBoard logs need TensorFlow (start-up time on other backends)
 
         if self._writer is None:
             self._writer = tf.summary.create_file_writer(self._log_dir)
@@ -109,8 +109,8 @@ class HeldOutEvaluation(keras.callbacks.Callback):
 def write_scalar(tag, value, step):
     """A TensorBoard scalar through core TF only (`tf.summary.scalar` needs the
     `tensorboard` package installed just to write; viewing the logs still needs it)."""
-    import tensorflow as tf
-    from tensorflow.core.framework import summary_pb2
+    import tensorflow as tf  # lazy: only TensorBoard logs need TensorFlow (start-up time on other backends)
+    from tensorflow.core.framework import summary_pb2  # lazy: only TensorBoard logs need TensorFlow (start-up time on other backends)
 
     metadata = summary_pb2.SummaryMetadata(
         plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))

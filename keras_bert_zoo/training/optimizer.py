@@ -179,7 +179,7 @@ class BertAdamW(keras.optimizers.Optimizer):
         in v. The decay is taken from the weights before the step, first:
         w − lr·wd·w − lr·m/(√v + ε) is the original's w − lr·(m/(√v + ε) + wd·w).
         """
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: only the TensorFlow backend runs this (start-up time elsewhere)
 
         var = variable.value if isinstance(variable, keras.Variable) else variable
         index = self._get_variable_index(variable)

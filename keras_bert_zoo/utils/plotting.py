@@ -2,6 +2,8 @@
 
 import os
 
+from keras_bert_zoo.utils.files import atomic_path
+
 
 def plot_pretraining_curves(history, path, baselines=None, title="BERT pretraining"):
     """Writes a PNG with training loss and held-out MLM/NSP accuracy over steps.
@@ -20,12 +22,10 @@ def plot_pretraining_curves(history, path, baselines=None, title="BERT pretraini
     """
     if not history:
         raise ValueError("`history` is empty: nothing to plot. Train for at least one interval.")
-    import matplotlib
+    import matplotlib  # lazy: only the plot needs matplotlib (start-up time)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from keras_bert_zoo.utils.files import atomic_path
+    import matplotlib.pyplot as plt  # lazy: only the plot needs matplotlib (start-up time)
 
     steps = [r["step"] for r in history]
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 4))

@@ -14,8 +14,8 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 AUTO = "auto"
 ENV = "KERAS_BERT_ZOO_PRECISION"
 _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
-# int8 dot products: oneDNN's uint8 x int8 kernel (QuantizedMatMulWithBias) needs them; on an
-# AVX2-only CPU (AMD Zen 3) the op returned an empty tensor and failed (2026-12-01).
+# int8 dot products: oneDNN's uint8 x int8 kernel (QuantizedMatMulWithBias) needs them; on a
+# CPU without them the op returns an empty tensor and fails.
 _VNNI_CPU_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
@@ -55,21 +55,21 @@ def _cpu_has_any(wanted, flags):
 
 
 def _has_accelerator():
-    import keras
+    import keras  # lazy: reading the precision setting needs no Keras (start-up time)
 
     backend = keras.backend.backend()
     if backend == "tensorflow":
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: the backend's own framework only (start-up time)
 
         # Physical, not logical devices: listing logical ones initialises the runtime, after
         # which a MultiWorkerMirroredStrategy can no longer configure its collectives.
         return bool(tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"))
     if backend == "jax":
-        import jax
+        import jax  # lazy: the backend's own framework only (start-up time)
 
         return jax.default_backend() in ("gpu", "tpu")
     if backend == "torch":
-        import torch
+        import torch  # lazy: the backend's own framework only (start-up time)
 
         return bool(torch.cuda.is_available())
     return False
@@ -110,7 +110,7 @@ def default_policy():
     choice), else `auto_precision()`: `mixed_bfloat16` where bf16 is native, float32
     elsewhere. `dtype="float32"` (or `KERAS_BERT_ZOO_PRECISION=float32`) pins float32.
     """
-    import keras
+    import keras  # lazy: reading the precision setting needs no Keras (start-up time)
 
     policy = keras.config.dtype_policy()
     if policy.name != "float32":

@@ -3,8 +3,9 @@ and the goal ratios against the faster peer (no model is run)."""
 
 import pytest
 
-from benchmarks import classification, classification_notes as notes
-from benchmarks.classification_sides import sample_rows
+from benchmarks import classification
+from benchmarks.classification import notes
+from benchmarks.classification.sides import sample_rows
 
 
 def test_forward_flops_match_the_documented_bert_base_count():

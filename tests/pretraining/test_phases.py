@@ -174,7 +174,7 @@ def _cli_argv(tmp_path, corpus, name, extra=()):
 def _run_cli(argv, kill_after=None):
     own = ["--kill-in-phase2-after", str(kill_after)] if kill_after else []
     env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, os.path.join(ROOT, "tests", "training", "run_phased_pretrain.py"),
+    return subprocess.run([sys.executable, os.path.join(ROOT, "tests", "pretraining", "run_phased_pretrain.py"),
                            *own, "--", *argv], capture_output=True, text=True, env=env, timeout=600)
 
 

@@ -17,7 +17,8 @@ import pytest
 from tools._startup import startup_noise_filter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOLS = ["create_pretraining_data", "learn_vocab", "prepare_wikipedia", "benchmark"]
+TOOLS = ["tools/create_pretraining_data.py", "tools/learn_vocab.py", "tools/prepare_wikipedia.py",
+         "benchmarks/benchmark.py"]
 # What TensorFlow 2.21 printed at the start of every run (CPU-only machine, level 2).
 NOISE = """\
 WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
@@ -34,7 +35,7 @@ def _env():
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_r33_help_does_not_import_tensorflow(tool):
-    proc = subprocess.run([sys.executable, "-X", "importtime", f"tools/{tool}.py", "--help"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-X", "importtime", tool, "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, env=_env())
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("usage:")

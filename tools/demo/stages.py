@@ -66,7 +66,7 @@ def prepare_corpus(args, run):
     start = time.perf_counter()
     source = args.input
     if source is None or _is_dump(source):
-        from keras_bert_zoo.data import wikipedia  # gensim's import (~1 s) only where a dump is read
+        from keras_bert_zoo.data import wikipedia  # gensim's import (slow) only where a dump is read
 
         source = source or wikipedia.sample_dump_path()
     out_dir = run("corpus")
@@ -163,7 +163,7 @@ def pretrain(args, run, corpus, vocab_path):
         warmup_steps=max(1, int(args.warmup_fraction * args.steps)), batch_size=args.batch_size,
         learning_rate=args.learning_rate, sequence_length=args.seq_length, max_predictions=args.max_predictions,
         # One checkpoint, at the end: a demo run starts over (above), so saving more often
-        # (model, optimizer and input position, ~1 s each) would only cost time.
+        # (model, optimizer and input position each time) would only cost time.
         save_every=args.steps, log_dir=run("tensorboard"),
         eval_every=min(args.eval_every, args.steps), eval_batches=args.eval_batches, seed=args.seed,
         progress=False, time_budget=args.time_budget, precision=args.precision)

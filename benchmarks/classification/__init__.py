@@ -1,5 +1,8 @@
 """Classification inference, raw strings -> labels: ours against keras-hub and HF on real text (#16).
 
+The section is this package: this module runs it (`run`); `sides.py` holds the workers, one per side,
+`levers.py` the worker that switches `predict`'s levers off one at a time, `notes.py` the Markdown.
+
 Model: BERT-Base shape (L12 H768 A12, intermediate 3072), the uncased 30522-piece
 vocabulary of all-MiniLM-L6-v2, random weights (seeded): one HF
 `BertForSequenceClassification` saved as safetensors, which every side loads its own
@@ -33,11 +36,12 @@ import os
 import statistics
 import tempfile
 
-from benchmarks import classification_notes as notes
 from benchmarks._subprocess import run_config
+from benchmarks.classification import notes
 from benchmarks.peak import measure_roof
 
-MODULE = "benchmarks.classification_sides"
+MODULE = "benchmarks.classification.sides"
+LEVERS_MODULE = "benchmarks.classification.levers"
 BATCH = 32
 # Per side: (latency calls, throughput rows, warm-up rows) per round. keras-hub at 512 pads
 # every row to 512 (~20x the work of a ~27-piece row), so it gets fewer rows.
@@ -114,7 +118,7 @@ def measure(settings, workdir=None, call=run_config):
                      else f"{parts[name][-1]['wall_s']:.0f} s"), flush=True)
     results = {name: merge(parts[name], prepared["measured_pieces"], configs[name][1]["throughput_rows"])
                for name in configs}
-    levers = call(MODULE.replace("_sides", "_levers"), "measure_levers", dict(
+    levers = call(LEVERS_MODULE, "measure_levers", dict(
         preset=prepared["preset"], rows=prepared["rows"], throughput_rows=settings["lever_rows"], batch_size=BATCH,
         runs=settings["rounds"]))
     return {"prepared": prepared, "roof": roof, "results": results, "levers": levers}

@@ -13,7 +13,7 @@ text) or the pieces it is made of, one warm-up pass and then `runs` timed passes
 - `multiple_32`: the cut rounded to 32 instead of 8 (fewer shapes, more padding);
 - `no_count`: without the truncation count (a second tokenizing pass per batch);
 - `padded_dense` and `no_sort_padded_dense`: `as_is` and `no_sort` with the encoder's dense
-  layers run on the padded batch (`TransformerEncoder.skip_padding` off, as before 2026-12-01).
+  layers run on the padded batch (`TransformerEncoder.skip_padding` off, the encoder's former way).
 
 Also the number of distinct padded widths the pass runs (each a new input shape for the
 model's predict function, which Keras traces with `reduce_retracing=True`).

@@ -8,6 +8,7 @@ from those files, then times `batch-1` calls (one row per call, distinct rows) a
 predicted labels (so the sides' agreement can be checked).
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -213,8 +214,6 @@ def measure_keras_hub(hf, rows, latency_calls, batch_size, throughput_rows, sequ
 def measure_hf(hf, rows, latency_calls, batch_size, throughput_rows, bf16=False, threads=2):
     """Worker: transformers' `pipeline("text-classification", batch_size=...)`, fp32 or under
     `torch.autocast("cpu", dtype=torch.bfloat16)`, on `threads` torch threads."""
-    import contextlib
-
     import torch
     import transformers
 

@@ -2,7 +2,7 @@
 
 import os
 
-from benchmarks.serving import _cpu
+from benchmarks.common import cpu_description
 
 HIDDEN, INTERMEDIATE, LAYERS = 768, 3072, 12
 PEERS_DEFAULT = ("keras-hub (default, 512)", "HF pipeline (fp32)")
@@ -90,7 +90,7 @@ def goals(results, pieces, roof):
 
 
 def lever_lines(levers, results):
-    """What each lever of `predict` is worth, measured alone (`classification_levers`)."""
+    """What each lever of `predict` is worth, measured alone (`levers.py`)."""
     if "error" in levers:
         return [f"Levers: not measured ({levers['error'][:300]})."]
     rates = levers["rates"]
@@ -152,7 +152,7 @@ def section(measured, levers, settings, load_before, load_after, batch, doc):
         f"average ([CLS]/[SEP] included), p95 {prepared['p95_pieces']:.0f}, max {prepared['max_pieces']}; the "
         f"throughput rows average {sum(pieces) / len(pieces):.1f}. Matmul roof (2048³, this run): {roofs}.",
         "",
-        f"Conditions: {_cpu()}; load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the "
+        f"Conditions: {cpu_description()}; load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the "
         f"start, {' '.join(f'{v:.1f}' for v in load_after)} at the end, on {os.cpu_count()} cores shared with "
         f"other jobs. Settings: {settings}.",
         "",
