@@ -61,7 +61,12 @@ setup(
             # here could pull a multi-GB CUDA build).
             # The Beam pretraining-data writer is tested on the DirectRunner (the `beam` extra).
             "apache-beam",
+            # tests/serving/test_server.py starts tools/serve.py (the `serve` extra).
+            "kserve==0.21.0",
         ],
+        # tools/serve.py: the model server, KServe's (its v1 protocol is TF Serving's REST API);
+        # httpx, one of its dependencies, drives benchmarks/serving_load.py.
+        "serve": ["kserve==0.21.0"],
         # Pretraining data on Apache Beam runners (keras_bert_zoo/data/beam_pipeline.py).
         "beam": ["apache-beam"],
         "demo": [

@@ -191,7 +191,7 @@ def measure_predict(task, preset, rows, latency_calls, batch_size, batches, runs
     result["throughput_s"] = times
     if task == "classifier":
         answer = {k: np.asarray(v) for k, v in model.postprocess(answers[-1]).items()}
-        result["answers"] = [model.labels[i] for i in answer["class_ids"].tolist()]
+        result["answers"] = [model.labels[i] for i in answer["label_id"].tolist()]
         result["scores"] = answer["probabilities"][:, -1].tolist()  # P(the last class)
     else:
         result["answers"] = [str(a) for a in np.asarray(answers[-1]["answer_text"]).tolist()]

@@ -93,7 +93,7 @@ def _write(path, text):
 
 
 def _store_tfds_mrpc(data_dir):
-    import tensorflow_datasets as tfds
+    import tensorflow_datasets as tfds  # lazy: tfds is heavy; only the GLUE tfds doctests need it
 
     features = tfds.features.FeaturesDict({
         "sentence1": tfds.features.Text(), "sentence2": tfds.features.Text(), "idx": tf.int32,

@@ -50,8 +50,8 @@ def main(argv=None):
     if not os.path.exists(args.model):
         raise SystemExit(f"--model {args.model!r} does not exist. Pass a task preset directory or a .keras file.")
     import_tensorflow()
-    from keras_bert_zoo.serving.export import export
-    from keras_bert_zoo.serving.client import load_task
+    from keras_bert_zoo.serving.client import load_task  # lazy: TensorFlow after argument checks (start-up time)
+    from keras_bert_zoo.serving.export import export  # lazy: as above
 
     task = load_task(args.model, dtype=args.precision)
     if args.quantize:

@@ -68,9 +68,9 @@ def main(argv=None):
         raise SystemExit(f"--model {args.model!r} does not exist.")
     lines = _read_lines(args.input)
     import_tensorflow()
-    from tqdm import tqdm
+    from tqdm import tqdm  # lazy: only a run needs it, not --help (start-up time)
 
-    from keras_bert_zoo.serving import client as export_client
+    from keras_bert_zoo.serving import client as export_client  # lazy: TensorFlow after argument checks (start-up time)
 
     function = export_client.serving_function(args.model, args.text_inputs)
     names = export_client.input_names(function)

@@ -102,7 +102,7 @@ def read_conll(path, scheme="auto", repair=False, encoding="utf-8"):
         `ConllData(words, tags, document_ids, scheme, repaired)`, tags in IOB2.
 
     Examples:
-    >>> data = keras_bert_zoo.read_conll("conll2003/eng.train")
+    >>> data = keras_bert_zoo.data.read_conll("conll2003/eng.train")
     >>> data.words[0], data.tags[0]
     (['EU', 'rejects', 'German', 'call', ...], ['B-ORG', 'O', 'B-MISC', 'O', ...])
     """

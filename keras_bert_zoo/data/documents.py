@@ -114,7 +114,7 @@ def documents_dataset(files):
         document's non-blank lines and an int32 count of lines that held invalid UTF-8.
 
     Examples:
-    >>> docs = keras_bert_zoo.documents_dataset("corpus.txt")
+    >>> docs = keras_bert_zoo.data.documents_dataset("corpus.txt")
     >>> [lines.tolist() for lines, invalid_utf8_lines in docs.as_numpy_iterator()][1]
     [b'The sky is blue in the day.', b'The sky is dark at night.', b'We see a bright star.']
     """

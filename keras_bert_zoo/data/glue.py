@@ -92,7 +92,7 @@ def read_glue(task, path, errors="raise", with_ids=False):
         scores for STS-B), or None for a test file (no label column).
 
     Examples:
-    >>> (texts_a, texts_b), y = keras_bert_zoo.read_glue("mrpc", "MRPC/dev.tsv")
+    >>> (texts_a, texts_b), y = keras_bert_zoo.data.read_glue("mrpc", "MRPC/dev.tsv")
     >>> texts_a[0], texts_b[0], y
     ('The man sits down.', 'A man sits down.', array([1, 0, 1], dtype=int32))
     """

@@ -44,7 +44,7 @@ def load_glue_tfds(name, split, data_dir=None):
         split (tfds stores its labels as -1).
 
     Examples:
-    >>> (texts_a, texts_b), y = keras_bert_zoo.load_glue_tfds(
+    >>> (texts_a, texts_b), y = keras_bert_zoo.data.load_glue_tfds(
     ...     "glue/mrpc", "validation", data_dir="tensorflow_datasets")
     >>> texts_a, y
     (['The man sits down.', 'The sun is a star.'], array([1, 0], dtype=int32))

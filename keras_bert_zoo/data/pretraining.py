@@ -221,7 +221,7 @@ def pretraining_dataset(files, tokenizer, batch_size, sequence_length=128, max_p
 
     Examples:
     >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt")
-    >>> ds = keras_bert_zoo.pretraining_dataset("corpus.txt", tokenizer, 2, sequence_length=16,
+    >>> ds = keras_bert_zoo.data.pretraining_dataset("corpus.txt", tokenizer, 2, sequence_length=16,
     ...                                         max_predictions=3)
     >>> x, y = next(iter(ds))
     >>> {key: tuple(value.shape) for key, value in x.items()}

@@ -77,7 +77,7 @@ def read_squad(path, skip_bad_answers=False):
         `SquadData`.
 
     Examples:
-    >>> data = keras_bert_zoo.read_squad("dev-v1.1.json")
+    >>> data = keras_bert_zoo.data.read_squad("dev-v1.1.json")
     >>> questions, contexts = data.x
     >>> questions[0], data.gold_answers()
     ('Who wrote the story?', {'q1': ['Ann']})

@@ -31,7 +31,7 @@ def read_swag(path, errors="raise"):
         `num_choices` strings, `y` int32 choice indices or None for the test file.
 
     Examples:
-    >>> (contexts, endings), y = keras_bert_zoo.read_swag("swag/val.csv")
+    >>> (contexts, endings), y = keras_bert_zoo.data.read_swag("swag/val.csv")
     >>> contexts[0], endings[0], y
     ('A man sits down.', ['He eats.', 'He flies.', 'He rains.', 'He is a car.'], array([0, 0], dtype=int32))
     """

@@ -127,9 +127,9 @@ def read_pretraining_tfrecords(pattern, batch_size, shuffle=False, seed=12345, n
 
     Examples:
     >>> tokenizer = keras_bert_zoo.BertTokenizer("vocab.txt")
-    >>> report = keras_bert_zoo.write_pretraining_tfrecords(
+    >>> report = keras_bert_zoo.data.write_pretraining_tfrecords(
     ...     "corpus.txt", "out/train.tfrecord", tokenizer, max_seq_length=16, max_predictions_per_seq=3)
-    >>> ds = keras_bert_zoo.read_pretraining_tfrecords("out/*.tfrecord", 2)
+    >>> ds = keras_bert_zoo.data.read_pretraining_tfrecords("out/*.tfrecord", 2)
     >>> x, y = next(iter(ds))
     >>> tuple(x["token_ids"].shape), tuple(y["mlm_ids"].shape)
     ((2, 16), (2, 3))

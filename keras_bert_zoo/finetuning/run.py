@@ -14,7 +14,7 @@ import time
 import keras
 
 from keras_bert_zoo.finetuning.config import FinetuningConfig
-from keras_bert_zoo.finetuning.glue import GlueKind, glue_results
+from keras_bert_zoo.finetuning.glue import GlueKind
 from keras_bert_zoo.finetuning.kind import check_preset, export_finetuned, write_results
 from keras_bert_zoo.finetuning.squad import SquadKind
 from keras_bert_zoo.finetuning.tagging import TaggingKind
@@ -56,8 +56,3 @@ def run_finetuning(config):
     results = kind.results(task, train_seconds, start, export_dir)
     return write_results(config, results, kind.summary_label(results))
 
-
-def _write_results(config, callbacks, train_examples, train_seconds, start, export_dir=None):
-    # Kept only for tests/utils/test_precision.py, which calls it by this name; the code is
-    # glue.py's `glue_results` and kind.py's `write_results`.
-    return write_results(config, glue_results(config, callbacks, train_examples, train_seconds, start, export_dir))

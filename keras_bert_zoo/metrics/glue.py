@@ -38,7 +38,7 @@ def glue_metrics(task, y_true, y_pred):
         A correlation of a constant prediction is undefined: NaN.
 
     Examples:
-    >>> keras_bert_zoo.glue_metrics("mrpc", [1, 0, 1, 1], [1, 0, 0, 1])
+    >>> keras_bert_zoo.metrics.glue_metrics("mrpc", [1, 0, 1, 1], [1, 0, 0, 1])
     {'accuracy': 0.75, 'f1': 0.8}
     """
     if task not in TASK_METRICS:

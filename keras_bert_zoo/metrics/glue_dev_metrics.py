@@ -32,7 +32,7 @@ class GlueDevMetrics(keras.callbacks.Callback):
     >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])  # any model, e.g. a BertClassifier
     >>> model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     >>> x, y = np.eye(3), np.array([1, 0, 1])
-    >>> callback = keras_bert_zoo.GlueDevMetrics("mrpc", x, y)
+    >>> callback = keras_bert_zoo.metrics.GlueDevMetrics("mrpc", x, y)
     >>> history = model.fit(x, y, epochs=2, callbacks=[callback], verbose=0)
     >>> sorted(history.history), [entry["epoch"] for entry in callback.history]
     (['dev_accuracy', 'dev_f1', 'loss'], [1, 2])

@@ -47,7 +47,7 @@ def entity_scores(y_true, y_pred):
         entities), and "per_type": {type: {"precision", "recall", "f1", "support"}}.
 
     Examples:
-    >>> keras_bert_zoo.entity_scores([["B-PER", "I-PER", "O"]], [["B-PER", "I-PER", "O"]])["f1"]
+    >>> keras_bert_zoo.metrics.entity_scores([["B-PER", "I-PER", "O"]], [["B-PER", "I-PER", "O"]])["f1"]
     1.0
     """
     _check(y_true, y_pred)

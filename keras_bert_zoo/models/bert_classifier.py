@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.classifier_head import ClassifierHead
 from keras_bert_zoo.models.task import Task
 
@@ -100,16 +101,16 @@ class BertClassifier(ClassifierHead, Task):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def postprocess(self, outputs):
-        """Logits → `scores` (regression), or `class_ids`, `probabilities` and, with
-        `labels`, the class names."""
+        """Logits → `score` (regression), or `label_id`, `probabilities` and, with
+        `labels`, `label` (the class name); the names are `models.answer_names`'."""
         logits = keras.ops.cast(outputs, "float32")
         if self.num_classes == 1:
-            return {"scores": logits[:, 0]}
-        class_ids = keras.ops.argmax(logits, axis=-1)
-        result = {"class_ids": class_ids, "probabilities": keras.ops.softmax(logits, axis=-1)}
+            return {names.SCORE: logits[:, 0]}
+        label_id = keras.ops.argmax(logits, axis=-1)
+        result = {names.LABEL_ID: label_id, names.PROBABILITIES: keras.ops.softmax(logits, axis=-1)}
         if self.labels is not None:
             # Strings are no Keras tensor type; serving graphs are TensorFlow.
-            result["labels"] = tf.gather(tf.constant(self.labels), class_ids)
+            result[names.LABEL] = tf.gather(tf.constant(self.labels), label_id)
         return result
 
     def get_config(self):

@@ -83,11 +83,11 @@ class BertFeatureExtractor(BertTokenClassifier):
         dropout: float. Dropout on the features and between layers. Defaults to 0.1.
 
     Examples:
-    >>> data = keras_bert_zoo.read_conll("conll2003/eng.train")
-    >>> labels = keras_bert_zoo.conll_labels(data.tags)
+    >>> data = keras_bert_zoo.data.read_conll("conll2003/eng.train")
+    >>> labels = keras_bert_zoo.data.conll_labels(data.tags)
     >>> tagger = keras_bert_zoo.BertFeatureExtractor.from_preset(
     ...     "tiny_preset", labels=labels, feature="concat_last_four", lstm_units=8)
-    >>> sentences, label_ids = keras_bert_zoo.conll_inputs(data, labels)
+    >>> sentences, label_ids = keras_bert_zoo.data.conll_inputs(data, labels)
     >>> history = tagger.fit_cached(sentences, label_ids, epochs=2, verbose=0)
     >>> sorted(history.history)
     ['accuracy', 'loss']

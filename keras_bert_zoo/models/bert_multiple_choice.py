@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.task import Task
 from keras_bert_zoo.text.multiple_choice_preprocessor import MultipleChoicePreprocessor
 
@@ -61,7 +62,7 @@ class BertMultipleChoice(Task):
     Examples:
     >>> model = keras_bert_zoo.BertMultipleChoice.from_preset("tiny_preset", num_choices=4)
     >>> model.compile()
-    >>> (contexts, endings), labels = keras_bert_zoo.read_swag("swag/val.csv")
+    >>> (contexts, endings), labels = keras_bert_zoo.data.read_swag("swag/val.csv")
     >>> history = model.fit((contexts, endings), labels, epochs=1, verbose=0)  # endings: (N, 4) strings
     >>> sorted(history.history)
     ['accuracy', 'loss']
@@ -114,9 +115,10 @@ class BertMultipleChoice(Task):
         return {"output_weights": self.output_dense.kernel, "output_bias": self.output_dense.bias}
 
     def postprocess(self, outputs):
-        """Scores → `choice_ids` (the best ending) and `probabilities` over the choices."""
+        """Scores → `choice` (the best ending) and `probabilities` over the choices."""
         scores = keras.ops.cast(outputs, "float32")
-        return {"choice_ids": keras.ops.argmax(scores, axis=-1), "probabilities": keras.ops.softmax(scores, axis=-1)}
+        return {names.CHOICE: keras.ops.argmax(scores, axis=-1),
+                names.PROBABILITIES: keras.ops.softmax(scores, axis=-1)}
 
     def get_config(self):
         config = super().get_config()

@@ -55,7 +55,7 @@ class BertSpanExtractor(Task):
     Examples:
     >>> qa = keras_bert_zoo.BertSpanExtractor.from_preset("tiny_preset")
     >>> qa.compile()
-    >>> data = keras_bert_zoo.read_squad("dev-v1.1.json")
+    >>> data = keras_bert_zoo.data.read_squad("dev-v1.1.json")
     >>> history = qa.fit(data.x, data.y, epochs=1, verbose=0)
     >>> answers = qa.predict((["Who wrote it?"], ["It was written by Ann."]))
     >>> sorted(answers)
@@ -240,20 +240,8 @@ class BertSpanExtractor(Task):
         return squad_dev.tune_null_threshold(self, dev, batch_size=batch_size, answers=answers)
 
     def squad_metrics(self, dev, version="v1.1", batch_size=None, answers=None):
-        """The official evaluation of this task's answers on `dev`
-        (`keras_bert_zoo.metrics.squad_dev.squad_metrics`).
-
-        Args:
-            dev: `keras_bert_zoo.data.squad.SquadData` with gold answers.
-            version: "v1.1" (`exact_match`, `f1`) or "v2.0" (`exact`, `f1`, the
-                `HasAns_`/`NoAns_` splits, and `best_f1`/`best_f1_thresh` etc. with the
-                score differences as the no-answer scores). v2.0's `exact`/`f1` are
-                those of the returned predictions: the no-answer cut of the official
-                script is this task's `null_score_diff_threshold` (no cut when None),
-                not its fixed 1.0, which suits probabilities, not logit differences.
-                Defaults to "v1.1".
-            batch_size: int. Questions per step. Defaults to 32.
-            answers: optional `predict_best_spans(dev.x)` (then nothing is predicted).
+        """The official evaluation of this task's answers on `dev`: see
+        `keras_bert_zoo.metrics.squad_dev.squad_metrics` for the arguments and the metrics.
 
         Returns:
             `(metrics, predictions)`: the metrics dict and `{question id: answer text}`,

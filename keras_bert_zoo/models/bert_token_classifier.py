@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.classifier_head import ClassifierHead
 from keras_bert_zoo.models.task import Task
@@ -38,11 +39,11 @@ class BertTokenClassifier(ClassifierHead, Task):
         Logits (windows, seq, num_classes).
 
     Examples:
-    >>> data = keras_bert_zoo.read_conll("conll2003/eng.train")
-    >>> labels = keras_bert_zoo.conll_labels(data.tags)
+    >>> data = keras_bert_zoo.data.read_conll("conll2003/eng.train")
+    >>> labels = keras_bert_zoo.data.conll_labels(data.tags)
     >>> tagger = keras_bert_zoo.BertTokenClassifier.from_preset("tiny_preset", labels=labels)
     >>> tagger.compile()
-    >>> sentences, label_ids = keras_bert_zoo.conll_inputs(data, labels)
+    >>> sentences, label_ids = keras_bert_zoo.data.conll_inputs(data, labels)
     >>> history = tagger.fit(sentences, label_ids, epochs=1, verbose=0)
     >>> tags = tagger.predict_tags(["Angela Merkel visited Paris ."])  # a tag per word
     >>> len(tags[0]), set(tags[0]) <= set(labels)
@@ -94,9 +95,10 @@ class BertTokenClassifier(ClassifierHead, Task):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
 
     def postprocess(self, outputs):
-        """Logits -> `label_ids` and `probabilities` per position."""
+        """Logits -> `label_id` and `probabilities` per position."""
         logits = keras.ops.cast(outputs, "float32")
-        return {"label_ids": keras.ops.argmax(logits, axis=-1), "probabilities": keras.ops.softmax(logits, axis=-1)}
+        return {names.LABEL_ID: keras.ops.argmax(logits, axis=-1),
+                names.PROBABILITIES: keras.ops.softmax(logits, axis=-1)}
 
     # === Raw text ===
     def _raw(self, x):

@@ -14,6 +14,7 @@ import contextlib
 
 import keras
 
+from keras_bert_zoo.utils.keras_internals import flatten_layers
 from keras_bert_zoo.utils.precision import resolve_precision
 
 
@@ -24,8 +25,8 @@ def own_policy(model):
 
 def _switched_layers(model, own):
     preprocessor = getattr(model, "preprocessor", None)
-    skip = set() if preprocessor is None else {id(layer) for layer in preprocessor._flatten_layers()}
-    layers = [model] + list(model._flatten_layers(include_self=False, recursive=True))
+    skip = set() if preprocessor is None else {id(layer) for layer in flatten_layers(preprocessor)}
+    layers = flatten_layers(model)  # the model first
     return [
         layer for layer in layers
         if id(layer) not in skip and layer.dtype_policy.name == own.name
@@ -54,7 +55,7 @@ def predicting_in(model, precision):
     if own.name == policy:
         yield
         return
-    quantized = [layer.dtype_policy.name for layer in model._flatten_layers()
+    quantized = [layer.dtype_policy.name for layer in flatten_layers(model)
                  if getattr(layer.dtype_policy, "quantization_mode", None) is not None]
     if quantized:
         raise ValueError(

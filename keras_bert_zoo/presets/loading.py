@@ -236,7 +236,6 @@ def backbone_of(model):
     return getattr(model, "backbone", model)
 
 
-_backbone_of = backbone_of  # the old private name, kept for one step (serving/hf_checkpoint.py)
 
 
 def model_tensors(model):

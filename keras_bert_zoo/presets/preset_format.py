@@ -52,7 +52,6 @@ def vocabulary_bytes(vocabulary):
     return ("\n".join(tokens) + "\n").encode("utf-8")
 
 
-_vocabulary_lines = vocabulary_bytes  # the old private name, kept for one step (serving/hf_checkpoint.py)
 
 
 def write_preset(directory, tensors, backbone_config, vocabulary=None, extra=None):

@@ -1,6 +1,12 @@
-"""Fill-mask predictions with a backbone and a masked-LM head (the demo's last stage)."""
+"""Fill-mask predictions with a backbone and a masked-LM head (the demo's last stage).
+
+One implementation, in TensorFlow ops: `encode_masked_texts` (a batch of strings -> packed
+ids and mask positions) and `top_k_pieces` (logits -> the best pieces). `fill_mask` runs
+them eagerly; `serving.fill_mask.FillMaskSpec` runs them in an exported graph.
+"""
 
 import numpy as np
+import tensorflow as tf
 
 MASK = "[MASK]"
 
@@ -10,6 +16,51 @@ def _token_ids(tokenizer, text):
         return []
     ids = tokenizer.tokenize(text)
     return [int(i) for i in np.asarray(ids).reshape(-1)]
+
+
+def encode_masked_texts(tokenizer, texts, sequence_length):
+    """Encodes a batch of sentences with `[MASK]` markers as `[CLS] pieces [SEP]` rows, in TF ops.
+
+    The text around each marker is tokenized on its own and the marker becomes the
+    `[MASK]` id, so the result does not depend on how the tokenizer treats brackets. Rows
+    are cut at `sequence_length - 2` pieces; a mask cut off is dropped.
+
+    Args:
+        tokenizer: a `keras_bert_zoo.text.bert_tokenizer.BertTokenizer`.
+        texts: string tensor (batch,).
+        sequence_length: int. The longest row, `[CLS]` and `[SEP]` counted.
+
+    Returns:
+        dict of int32 tensors: `token_ids`, `segment_ids`, `padding_mask` (batch, the
+        longest row), `mask_positions` (batch, the most masks; padded with 0) and
+        `num_masks` (batch,).
+    """
+    parts = tf.strings.split(texts, MASK)  # (batch, parts)
+    pieces = tokenizer.tokenize(parts.flat_values)  # (parts, pieces)
+    counts = parts.row_lengths()
+    last = tf.equal(tf.ragged.range(counts).flat_values, tf.gather(counts, parts.value_rowids()) - 1)
+    mask = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(tf.cast(~last, tf.int64))], tf.constant(tokenizer.mask_token_id, tf.int32)),
+        tf.cast(~last, tf.int64))
+    per_part = tf.concat([tf.cast(pieces, tf.int32), mask], axis=1)  # each part, then its [MASK]
+    rows = parts.with_flat_values(per_part).merge_dims(1, 2)[:, : sequence_length - 2]  # (batch, pieces)
+    batch = rows.nrows()
+    cls = tf.fill([batch, 1], tf.constant(tokenizer.cls_token_id, tf.int32))
+    sep = tf.fill([batch, 1], tf.constant(tokenizer.sep_token_id, tf.int32))
+    ids = tf.concat([cls, rows, sep], axis=1)
+    token_ids = ids.to_tensor(default_value=tokenizer.pad_token_id)
+    padding_mask = tf.cast(tf.sequence_mask(ids.row_lengths(), tf.shape(token_ids)[1]), tf.int32)
+    is_mask = tf.equal(ids, tokenizer.mask_token_id)
+    positions = tf.ragged.boolean_mask(tf.ragged.range(ids.row_lengths()), is_mask)
+    return {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids), "padding_mask": padding_mask,
+            "mask_positions": tf.cast(positions.to_tensor(default_value=0), tf.int32),
+            "num_masks": tf.cast(positions.row_lengths(), tf.int32)}
+
+
+def top_k_pieces(logits, k):
+    """`(probabilities, ids)` of the `k` most probable pieces per row of `logits` (..., vocab),
+    best first (ties: the lower id first); the softmax is taken in `logits`' dtype."""
+    return tf.math.top_k(tf.nn.softmax(logits, axis=-1), k=min(k, logits.shape[-1]))
 
 
 def encode_masked_text(tokenizer, text, sequence_length=128):
@@ -29,32 +80,17 @@ def encode_masked_text(tokenizer, text, sequence_length=128):
     """
     if not isinstance(text, str) or MASK not in text:
         raise ValueError(f"`text` must be a str containing {MASK!r}. Received: text={text!r}.")
-    mask_id = tokenizer.token_to_id(MASK)
-    pieces = text.split(MASK)
-    ids = [tokenizer.token_to_id("[CLS]")]
-    positions = []
-    for i, piece in enumerate(pieces):
-        ids.extend(_token_ids(tokenizer, piece))
-        if i < len(pieces) - 1:
-            positions.append(len(ids))
-            ids.append(mask_id)
-    ids = ids[: sequence_length - 1] + [tokenizer.token_to_id("[SEP]")]
-    positions = [p for p in positions if p < sequence_length - 1]
-    if not positions:
+    encoded = encode_masked_texts(tokenizer, tf.constant([text]), sequence_length)
+    positions = encoded["mask_positions"].numpy()[:, : int(encoded["num_masks"][0])]
+    if not positions.size:
         raise ValueError(
             f"Every {MASK} of `text` falls beyond sequence_length={sequence_length}. "
             f"Received: text={text!r}. Shorten the text or raise sequence_length."
         )
-    token_ids = np.zeros((1, sequence_length), "int32")
-    token_ids[0, : len(ids)] = ids
-    padding_mask = (token_ids > 0).astype("int32")
-    padding_mask[0, : len(ids)] = 1
-    return {
-        "token_ids": token_ids,
-        "segment_ids": np.zeros_like(token_ids),
-        "padding_mask": padding_mask,
-        "mask_positions": np.asarray([positions], "int32"),
-    }
+    pad = sequence_length - int(encoded["token_ids"].shape[1])
+    padded = {key: np.pad(encoded[key].numpy(), [(0, 0), (0, pad)]) for key in ("token_ids", "segment_ids", "padding_mask")}
+    padded["mask_positions"] = positions.astype("int32")
+    return padded
 
 
 def fill_mask(backbone, mlm_head, tokenizer, text, top_k=5, sequence_length=128):
@@ -85,13 +121,9 @@ def fill_mask(backbone, mlm_head, tokenizer, text, top_k=5, sequence_length=128)
     positions = inputs.pop("mask_positions")
     sequence = backbone(inputs, training=False)["sequence_output"]
     logits = np.asarray(mlm_head(sequence, positions), "float64")[0]  # (masks, vocab)
-    logits -= logits.max(axis=-1, keepdims=True)
-    probs = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
-    results = []
-    for row in probs:
-        best = np.argsort(-row, kind="stable")[:top_k]
-        results.append([(tokenizer.id_to_token(int(i)), float(row[i])) for i in best])
-    return results
+    probabilities, ids = top_k_pieces(tf.constant(logits), top_k)
+    return [[(tokenizer.id_to_token(int(i)), float(p)) for i, p in zip(row_ids, row_probabilities)]
+            for row_ids, row_probabilities in zip(ids.numpy(), probabilities.numpy())]
 
 
 def mask_one_word(tokenizer, sentence, min_chars=4):

@@ -28,7 +28,7 @@ from keras_bert_zoo.data.pretraining import pretraining_dataset
 from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
-from keras_bert_zoo.presets.loading import get_preset_vocabulary, load_pretrainer_weights, save_to_preset
+from keras_bert_zoo.presets.loading import get_preset_vocabulary, load_pretrainer_weights
 from keras_bert_zoo.pretraining.config import PretrainingConfig
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 
@@ -230,7 +230,7 @@ def run_pretraining(config, callbacks=()):
     step, resumed_from, history, stopped = _run_phases(config, model, tokenizer, phases, evaluate, baselines,
                                                        callbacks)
     if is_chief(dist):
-        save_to_preset(model, os.fspath(config.output_dir), vocabulary=vocab_path)
+        model.save_to_preset(os.fspath(config.output_dir), vocabulary=vocab_path)
     return {"step": step, "resumed_from": resumed_from, "output_dir": config.output_dir, "held_out": history,
             "baselines": baselines, "held_out_batches": held_out_batches, "stopped_early": stopped,
             "heads_loaded": heads, "phases": phases, "model": model}

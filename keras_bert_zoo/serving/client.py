@@ -13,29 +13,29 @@ are run in batches of similar length (sorted by characters) and returned in thei
 """
 
 import os
+import warnings
 
+import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops an exported graph uses)
 
+from keras_bert_zoo.presets import loading
+from keras_bert_zoo.serving import specs
+from keras_bert_zoo.serving.export import serving_functions
+from keras_bert_zoo.utils import keras_internals, precision
+
 DEFAULT_BATCH_SIZE = 32
 
 
-def _task_class(name):
-    from keras_bert_zoo.models import (bert_classifier, bert_feature_extractor, bert_multiple_choice,
-                                       bert_pretrainer, bert_span_extractor, bert_token_classifier)
-
-    classes = {
-        "BertClassifier": bert_classifier.BertClassifier,
-        "BertMultipleChoice": bert_multiple_choice.BertMultipleChoice,
-        "BertSpanExtractor": bert_span_extractor.BertSpanExtractor,
-        "BertTokenClassifier": bert_token_classifier.BertTokenClassifier,
-        "BertFeatureExtractor": bert_feature_extractor.BertFeatureExtractor,
-        "BertPretrainer": bert_pretrainer.BertPretrainer,
-    }
-    if name not in classes:
-        raise ValueError(f"The preset holds a {name!r} task; exportable here: {sorted(classes)}.")
-    return classes[name]
+def task_class(name):
+    """The exportable task class registered with Keras as `keras_bert_zoo>{name}`; ValueError
+    for a class that is not registered or has no serving spec."""
+    task_cls = keras.saving.get_registered_object(f"keras_bert_zoo>{name}")
+    if task_cls is None or not any(c in specs.SERVING_SPECS for c in getattr(task_cls, "__mro__", ())):
+        exportable = sorted(c.__name__ for c in specs.SERVING_SPECS)
+        raise ValueError(f"The preset holds a {name!r} task; exportable here: {exportable}.")
+    return task_cls
 
 
 def load_task(model, text_inputs=None, dtype=None):
@@ -45,12 +45,7 @@ def load_task(model, text_inputs=None, dtype=None):
     with native bf16), `"auto"` or a policy name. A `.keras` file saved with an explicit
     policy keeps it (a warning says so when `dtype` asks for another).
     """
-    import keras
-
-    from keras_bert_zoo.presets import loading
-
     if str(model).endswith(".keras"):
-        _task_class("BertClassifier")  # registers the task classes before deserializing
         return _load_keras_file(model, dtype)
     task = loading.read_task_config(model).get("task")
     if not task:
@@ -58,17 +53,11 @@ def load_task(model, text_inputs=None, dtype=None):
             f"`model` must be a task preset (written by task.save_to_preset) or a .keras file. "
             f"Received: {model!r}, which holds no task. Fine-tune and save the task first."
         )
-    return _task_class(task["class_name"]).from_preset(model, dtype=dtype)
+    return task_class(task["class_name"]).from_preset(model, dtype=dtype)
 
 
 def _load_keras_file(path, dtype):
     """`keras.saving.load_model`; a policy saved as "pick on loading" (None) takes `dtype`."""
-    import warnings
-
-    import keras
-
-    from keras_bert_zoo.utils import precision
-
     if dtype is None:
         return keras.saving.load_model(path, safe_mode=True)
     wanted = precision.resolve_precision(dtype)
@@ -96,14 +85,9 @@ def serving_function(model, text_inputs=None):
     """
     if os.path.isfile(os.path.join(str(model), "saved_model.pb")):
         loaded = tf.saved_model.load(str(model))
-        function = loaded.signatures["serving_default"]
-        function._loaded = loaded  # keeps the variables alive with the function
-        return function
-    from keras_bert_zoo.serving import specs as export_tasks
-    from keras_bert_zoo.serving.export import serving_functions
-
+        return keras_internals.keep_alive(loaded.signatures["serving_default"], loaded)
     task = load_task(model)
-    spec = export_tasks.serving_spec(task, text_inputs)
+    spec = specs.serving_spec(task, text_inputs)
     return serving_functions(task, spec, ("text",))["serving_default"][0]
 
 

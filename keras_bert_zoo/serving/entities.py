@@ -6,12 +6,15 @@ same steps are TensorFlow ops: each word takes the label of its scored first pie
 chunk starts and ends where `tag_schemes`' own start/end rules say (tabulated over every
 pair of labels, so the rules are not written twice); its character span runs from the
 first character of its first word to the last of its last. Results are padded to the
-request's largest count, with `num_entities`.
+request's largest count, with `num_entities`. `TokenClassifierSpec` (the token
+classifier's export) lives here, with the entities it serves.
 """
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_zoo.models import answer_names
+from keras_bert_zoo.serving.spec_base import IDS, TextExamples, refuse_text_inputs, string_spec
 from keras_bert_zoo.text import normalize as norm
 from keras_bert_zoo.text import tag_schemes
 from keras_bert_zoo.text.token_classifier_preprocessor import split_words
@@ -22,8 +25,8 @@ def chunk_tables(labels):
     for (previous label, label), index C an "O" outside the sentence; the type name of each label."""
     tags = [tag_schemes.split_tag(label) for label in labels] + [("O", "")]
     # conlleval's rules as tag_chunks applies them (one definition, in tag_schemes).
-    starts = np.array([[tag_schemes._starts(p, c) for c in tags] for p in tags])
-    ends = np.array([[tag_schemes._ends(p, c) for c in tags] for p in tags])
+    starts = np.array([[tag_schemes.chunk_starts(p, c) for c in tags] for p in tags])
+    ends = np.array([[tag_schemes.chunk_ends(p, c) for c in tags] for p in tags])
     return starts, ends, [kind for _, kind in tags]
 
 
@@ -94,3 +97,36 @@ def decode_entities(texts, windows, piece_labels, labels):
 def clean_texts(texts):
     """Invalid UTF-8 bytes dropped: offsets then index the text as a client decodes it."""
     return norm.drop_invalid_utf8(texts)
+
+
+class TokenClassifierSpec(TextExamples):
+    """`BertTokenClassifier`: `text` -> the entities, padded:
+    `entity_text`, `entity_type`, `start_char`, `end_char` (batch, max entities) and
+    `num_entities`, as `predict_entities`. Invalid UTF-8 bytes are dropped first, so the
+    offsets index the text as a client decodes it. `ids` gives per-piece `label_id` and
+    `probabilities`."""
+
+    def __init__(self, task, text_inputs=None):
+        refuse_text_inputs(text_inputs, "token-classifier", "`text`")
+        if task.labels is None:
+            raise ValueError(
+                "A token-classifier export names its entities' types: set `task.labels` (the tag "
+                "names, e.g. ['O', 'B-PER', 'I-PER']) before exporting. Received: labels=None."
+            )
+        self.task = task
+
+    def text_specs(self):
+        return {"text": string_spec("text")}
+
+    def ids_specs(self):
+        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in IDS}
+
+    def preprocess(self, preprocessor, raw):
+        return preprocessor.windows(clean_texts(raw["text"]))
+
+    def outputs(self, logits, raw, packed):
+        answers = self.task.postprocess(logits)
+        if raw is None:
+            keys = (answer_names.LABEL_ID, answer_names.PROBABILITIES)
+            return {key: tf.convert_to_tensor(answers[key]) for key in keys}
+        return decode_entities(clean_texts(raw["text"]), packed, answers[answer_names.LABEL_ID], self.task.labels)

@@ -28,15 +28,16 @@ import os
 import tempfile
 
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
-from keras_bert_zoo.serving import specs as export_tasks
 from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.serving import specs as export_tasks
+from keras_bert_zoo.serving.spec_base import PREDICT
 from keras_bert_zoo.text.vocabulary import save_vocabulary
-from keras_bert_zoo.utils import files
+from keras_bert_zoo.utils import files, keras_internals
 
 SIGNATURES = ("text", "ids", "examples")
 VOCABULARY_FILE = "vocab.txt"
-_PREDICT = "tensorflow/serving/predict"
 
 
 def _check_signatures(signatures):
@@ -52,7 +53,7 @@ def _check_signatures(signatures):
     return signatures
 
 
-class _ServingModule(tf.__internal__.tracking.AutoTrackable):
+class _ServingModule(keras_internals.auto_trackable_class()):
     """What the SavedModel tracks: the task's variables, the vocabulary asset, the casing."""
 
     def __init__(self, task, vocabulary_path):
@@ -99,9 +100,9 @@ def serving_functions(task, spec, signatures):
 
     functions = {}
     if "text" in signatures:
-        functions["serving_default"] = (_function(spec.text_specs(), from_text), _PREDICT)
+        functions["serving_default"] = (_function(spec.text_specs(), from_text), PREDICT)
     if "ids" in signatures:
-        functions["ids"] = (_function(spec.ids_specs(), lambda packed: answer(packed, None)), _PREDICT)
+        functions["ids"] = (_function(spec.ids_specs(), lambda packed: answer(packed, None)), PREDICT)
     if "examples" in signatures:
         features = spec.example_features()
         method = spec.examples_method()
@@ -117,10 +118,8 @@ def serving_functions(task, spec, signatures):
 
 def _set_method_names(directory, methods):
     """TF2 saves every signature as `predict`; TF Serving's classify/regress APIs need theirs."""
-    if all(m == _PREDICT for m in methods.values()):
+    if all(m == PREDICT for m in methods.values()):
         return
-    from tensorflow.core.protobuf import saved_model_pb2
-
     pb_path = os.path.join(directory, "saved_model.pb")
     saved_model = saved_model_pb2.SavedModel()
     with open(pb_path, "rb") as f:

@@ -7,7 +7,8 @@ task's `feature` chooses, as `BertFeatureExtractor.feature_model` stacks them) a
 
 import tensorflow as tf
 
-from keras_bert_zoo.serving.specs import TokenClassifierSpec
+from keras_bert_zoo.models.bert_feature_extractor import FEATURES
+from keras_bert_zoo.serving.entities import TokenClassifierSpec
 
 
 class FeatureExtractorSpec(TokenClassifierSpec):
@@ -33,8 +34,6 @@ class FeatureExtractorSpec(TokenClassifierSpec):
 
     def run_model(self, ids):
         """One backbone call: (the tagger's logits, the backbone's outputs)."""
-        from keras_bert_zoo.models.bert_feature_extractor import FEATURES
-
         task = self.task
         features = task.backbone(ids, training=False)
         chosen = [features["encoder_outputs"][i] for i in FEATURES[task.feature][0](task.backbone.num_layers)]

@@ -36,7 +36,7 @@ def _from_task(task):
     if tokenizer is None:
         raise ValueError("`task_or_preset` has no preprocessor (hence no vocabulary). Build the task with its "
                          "preprocessor, or pass its preset directory.")
-    backbone = loading._backbone_of(task)
+    backbone = loading.backbone_of(task)
     return loading.model_tensors(task), loading.backbone_config(backbone), tokenizer, bool(tokenizer.lowercase)
 
 
@@ -78,7 +78,7 @@ def save_hf_checkpoint(task_or_preset, directory):
     hf_config = configs.foreign_config_from_backbone(config, hf=True, architecture=ARCHITECTURE)
     os.makedirs(directory, exist_ok=True)
     files.atomic_write_bytes(os.path.join(directory, preset_format.VOCAB_FILE),
-                             preset_format._vocabulary_lines(vocabulary))
+                             preset_format.vocabulary_bytes(vocabulary))
     safetensors_checkpoint.write_hf_checkpoint(kept, directory, hf_config)
     files.atomic_write_json(os.path.join(directory, "tokenizer_config.json"),
                             {"do_lower_case": lowercase, "tokenizer_class": "BertTokenizer",

@@ -26,7 +26,7 @@ import tensorflow as tf
 from keras_bert_zoo.layers.transformer_encoder import padded_encoders
 from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.vocabulary import save_vocabulary
-from keras_bert_zoo.utils import files
+from keras_bert_zoo.utils import files, keras_internals
 
 _HUB_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 _OURS = {"input_word_ids": "token_ids", "input_mask": "padding_mask", "input_type_ids": "segment_ids"}
@@ -40,7 +40,7 @@ def _as_hub(packed):
     return {hub: tf.cast(packed[ours], tf.int32) for hub, ours in _OURS.items()}
 
 
-class _Encoder(tf.__internal__.tracking.AutoTrackable):
+class _Encoder(keras_internals.auto_trackable_class()):
     def __init__(self, backbone):
         # The tf.Variables under the Keras ones (see `export._ServingModule`).
         self.variables = [getattr(v, "value", v) for v in backbone.variables]
@@ -85,7 +85,7 @@ def export_encoder(backbone, path):
     return path
 
 
-class _Preprocessor(tf.__internal__.tracking.AutoTrackable):
+class _Preprocessor(keras_internals.auto_trackable_class()):
     def __init__(self, preprocessor, vocabulary_path):
         tokenizer = preprocessor.tokenizer
         self.vocab_file = tf.saved_model.Asset(vocabulary_path)

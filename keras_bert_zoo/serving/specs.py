@@ -5,27 +5,22 @@ A spec has `text_specs()` / `ids_specs()` (ordered `{name: tf.TensorSpec}`),
 `outputs(model_outputs, raw, packed)` (the task's answers, dense; `raw` is None on
 the `ids` signature; `model_outputs` is `task(ids)`, or a spec's own `run_model(ids)`), and for the `examples` signature `example_features()`,
 `examples_method()` and `example_outputs(outputs)`. Answers come from the task's own
-`postprocess`, renamed to one name per row (`label`, not `labels`).
+`postprocess`, under its names (`models.answer_names`).
 """
 
 import tensorflow as tf
 
-CLASSIFY = "tensorflow/serving/classify"
-REGRESS = "tensorflow/serving/regress"
-PREDICT = "tensorflow/serving/predict"
-_IDS = ("token_ids", "segment_ids", "padding_mask")
-
-
-def _strings(name, shape=(None,)):
-    return tf.TensorSpec(list(shape), tf.string, name=name)
-
-
-def _refuse_text_inputs(text_inputs, task_name, inputs):
-    if text_inputs is not None:
-        raise ValueError(
-            f"`text_inputs` is for classifiers; a {task_name} export takes {inputs}. "
-            f"Received: text_inputs={text_inputs!r}. Drop the argument."
-        )
+from keras_bert_zoo.models import answer_names
+from keras_bert_zoo.models.bert_classifier import BertClassifier
+from keras_bert_zoo.models.bert_feature_extractor import BertFeatureExtractor
+from keras_bert_zoo.models.bert_multiple_choice import BertMultipleChoice
+from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
+from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
+from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier
+from keras_bert_zoo.serving.entities import TokenClassifierSpec
+from keras_bert_zoo.serving.features import FeatureExtractorSpec
+from keras_bert_zoo.serving.fill_mask import FillMaskSpec
+from keras_bert_zoo.serving.spec_base import CLASSIFY, IDS, PREDICT, REGRESS, refuse_text_inputs, string_spec
 
 
 class ClassifierSpec:
@@ -48,10 +43,10 @@ class ClassifierSpec:
         self.labels = tf.constant(labels) if not self.regression else None
 
     def text_specs(self):
-        return {name: _strings(name) for name in self.names}
+        return {name: string_spec(name) for name in self.names}
 
     def ids_specs(self):
-        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in _IDS}
+        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in IDS}
 
     def preprocess(self, preprocessor, raw):
         columns = tuple(raw[name] for name in self.names)
@@ -60,12 +55,12 @@ class ClassifierSpec:
     def outputs(self, logits, raw, packed):
         answers = self.task.postprocess(logits)
         if self.regression:
-            return {"score": tf.convert_to_tensor(answers["scores"])}
-        label_id = tf.convert_to_tensor(answers["class_ids"])
+            return {answer_names.SCORE: tf.convert_to_tensor(answers[answer_names.SCORE])}
+        label_id = tf.convert_to_tensor(answers[answer_names.LABEL_ID])
         return {
-            "label": tf.gather(self.labels, label_id),
-            "label_id": label_id,
-            "probabilities": tf.convert_to_tensor(answers["probabilities"]),
+            answer_names.LABEL: tf.gather(self.labels, label_id),  # also without `task.labels` ("0", "1", ...)
+            answer_names.LABEL_ID: label_id,
+            answer_names.PROBABILITIES: tf.convert_to_tensor(answers[answer_names.PROBABILITIES]),
         }
 
     def example_features(self):
@@ -77,8 +72,8 @@ class ClassifierSpec:
 
     def example_outputs(self, outputs):
         if self.regression:
-            return {"outputs": outputs["score"]}  # regress: float (batch,)
-        probabilities = outputs["probabilities"]
+            return {"outputs": outputs[answer_names.SCORE]}  # regress: float (batch,)
+        probabilities = outputs[answer_names.PROBABILITIES]
         classes = tf.tile(self.labels[tf.newaxis, :], [tf.shape(probabilities)[0], 1])
         return {"classes": classes, "scores": probabilities}  # classify: (batch, classes) each
 
@@ -88,25 +83,22 @@ class MultipleChoiceSpec:
     `probabilities`."""
 
     def __init__(self, task, text_inputs=None):
-        _refuse_text_inputs(text_inputs, "multiple-choice", "`context` and `endings`")
+        refuse_text_inputs(text_inputs, "multiple-choice", "`context` and `endings`")
         self.task = task
         self.num_choices = task.num_choices
 
     def text_specs(self):
-        return {"context": _strings("context"), "endings": _strings("endings", (None, self.num_choices))}
+        return {"context": string_spec("context"), "endings": string_spec("endings", (None, self.num_choices))}
 
     def ids_specs(self):
-        return {name: tf.TensorSpec([None, self.num_choices, None], tf.int32, name=name) for name in _IDS}
+        return {name: tf.TensorSpec([None, self.num_choices, None], tf.int32, name=name) for name in IDS}
 
     def preprocess(self, preprocessor, raw):
         return preprocessor((raw["context"], raw["endings"]))
 
     def outputs(self, scores, raw, packed):
         answers = self.task.postprocess(scores)
-        return {
-            "choice": tf.convert_to_tensor(answers["choice_ids"]),
-            "probabilities": tf.convert_to_tensor(answers["probabilities"]),
-        }
+        return {key: tf.convert_to_tensor(answers[key]) for key in (answer_names.CHOICE, answer_names.PROBABILITIES)}
 
     def example_features(self):
         return {
@@ -131,14 +123,14 @@ class SpanExtractorSpec:
     """
 
     def __init__(self, task, text_inputs=None):
-        _refuse_text_inputs(text_inputs, "span-extractor", "`question` and `context`")
+        refuse_text_inputs(text_inputs, "span-extractor", "`question` and `context`")
         self.task = task
 
     def text_specs(self):
-        return {"question": _strings("question"), "context": _strings("context")}
+        return {"question": string_spec("question"), "context": string_spec("context")}
 
     def ids_specs(self):
-        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in _IDS}
+        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in IDS}
 
     def preprocess(self, preprocessor, raw):
         return preprocessor.windows(raw["question"], raw["context"])
@@ -170,90 +162,23 @@ class SpanExtractorSpec:
         return outputs
 
 
-class TextExamples:
-    """The `examples` signature of a task on one `text` feature: TF Serving's predict, the
-    outputs of `serving_default` (a missing feature reads as "")."""
-
-    def example_features(self):
-        return {"text": tf.io.FixedLenFeature([], tf.string, default_value="")}
-
-    def examples_method(self):
-        return PREDICT
-
-    def example_outputs(self, outputs):
-        return outputs
-
-
-class TokenClassifierSpec(TextExamples):
-    """`BertTokenClassifier`: `text` -> the entities, padded:
-    `entity_text`, `entity_type`, `start_char`, `end_char` (batch, max entities) and
-    `num_entities`, as `predict_entities`. Invalid UTF-8 bytes are dropped first, so the
-    offsets index the text as a client decodes it. `ids` gives per-piece `label_id` and
-    `probabilities`."""
-
-    def __init__(self, task, text_inputs=None):
-        _refuse_text_inputs(text_inputs, "token-classifier", "`text`")
-        if task.labels is None:
-            raise ValueError(
-                "A token-classifier export names its entities' types: set `task.labels` (the tag "
-                "names, e.g. ['O', 'B-PER', 'I-PER']) before exporting. Received: labels=None."
-            )
-        self.task = task
-
-    def text_specs(self):
-        return {"text": _strings("text")}
-
-    def ids_specs(self):
-        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in _IDS}
-
-    def preprocess(self, preprocessor, raw):
-        from keras_bert_zoo.serving.entities import clean_texts
-
-        return preprocessor.windows(clean_texts(raw["text"]))
-
-    def outputs(self, logits, raw, packed):
-        from keras_bert_zoo.serving.entities import clean_texts, decode_entities
-
-        answers = self.task.postprocess(logits)
-        if raw is None:
-            return {"label_id": tf.convert_to_tensor(answers["label_ids"]),
-                    "probabilities": tf.convert_to_tensor(answers["probabilities"])}
-        return decode_entities(clean_texts(raw["text"]), packed, answers["label_ids"], self.task.labels)
-
-
-
-# By class name, so that this module imports no task model; a subclass of a listed task
-# takes its nearest listed ancestor's spec.
-_SPECS = {
-    "BertClassifier": ClassifierSpec,
-    "BertMultipleChoice": MultipleChoiceSpec,
-    "BertSpanExtractor": SpanExtractorSpec,
-    "BertTokenClassifier": TokenClassifierSpec,
+SERVING_SPECS = {
+    BertClassifier: ClassifierSpec,
+    BertMultipleChoice: MultipleChoiceSpec,
+    BertSpanExtractor: SpanExtractorSpec,
+    BertTokenClassifier: TokenClassifierSpec,
+    BertFeatureExtractor: FeatureExtractorSpec,
+    BertPretrainer: FillMaskSpec,
 }
-
-
-def _fill_mask_spec(task, text_inputs=None):
-    from keras_bert_zoo.serving.fill_mask import FillMaskSpec  # imports this module's helpers
-
-    return FillMaskSpec(task, text_inputs)
-
-
-def _feature_extractor_spec(task, text_inputs=None):
-    from keras_bert_zoo.serving.features import FeatureExtractorSpec  # imports this module's helpers
-
-    return FeatureExtractorSpec(task, text_inputs)
-
-
-_SPECS["BertPretrainer"] = _fill_mask_spec
-_SPECS["BertFeatureExtractor"] = _feature_extractor_spec
+"""Each exportable task class -> its serving spec; a subclass takes its nearest listed ancestor's."""
 
 
 def serving_spec(task, text_inputs=None):
     """The export spec of `task`'s class; ValueError for a task that has none."""
     for task_class in type(task).__mro__:
-        if task_class.__module__.startswith("keras_bert_zoo.") and task_class.__name__ in _SPECS:
-            return _SPECS[task_class.__name__](task, text_inputs)
+        if task_class in SERVING_SPECS:
+            return SERVING_SPECS[task_class](task, text_inputs)
     raise ValueError(
-        f"`task` must be one of the exportable tasks {sorted(_SPECS)}. "
+        f"`task` must be one of the exportable tasks {sorted(c.__name__ for c in SERVING_SPECS)}. "
         f"Received: task of type {type(task).__name__}."
     )

@@ -59,10 +59,6 @@ def chunk_ends(prev, cur):
     return pt != ct
 
 
-# The old private names, kept for one step (serving/entities.py).
-_starts = chunk_starts
-_ends = chunk_ends
-
 
 def tag_chunks(tags):
     """Chunks of a tag sequence as conlleval counts them.

@@ -10,6 +10,16 @@ against Keras 3.15 and TensorFlow 2.21 (`TESTED_WITH`);
 """
 
 import keras
+import tensorflow as tf
+
+try:  # Keras internals; a missing one raises `InternalAPIChanged` where it is used.
+    from keras.src.losses import loss as loss_module
+except ImportError:
+    loss_module = None
+try:
+    from keras.src.saving import serialization_lib
+except ImportError:
+    serialization_lib = None
 
 TESTED_WITH = "Keras 3.15 / TensorFlow 2.21"
 
@@ -19,8 +29,6 @@ class InternalAPIChanged(RuntimeError):
 
 
 def _versions():
-    import tensorflow as tf
-
     return f"Keras {keras.__version__}, TensorFlow {tf.__version__}"
 
 
@@ -66,13 +74,43 @@ def flatten_layers(model):
     return list(flatten(include_self=True, recursive=True))
 
 
+def dense_int8_kernel(layer):
+    """The int8 kernel variable of an int8-quantized `keras.layers.Dense` (`layer._kernel`).
+
+    `layer.kernel` is the same variable in Keras 3.15 but may be wrapped (LoRA); the int8
+    path needs the stored variable itself.
+    """
+    return _attribute(layer, "_kernel", "keras.layers.Dense._kernel")
+
+
+def replace_dense_int8_call(layer, call):
+    """Makes an int8 `keras.layers.Dense` run `call(inputs, training=None)` in place of
+    Keras' own int8 matmul (Keras 3.15 dispatches an int8 Dense to `self._int8_call`)."""
+    if not callable(getattr(layer, "_int8_call", None)) or not hasattr(layer, "kernel_scale"):
+        raise _changed("keras.layers.Dense._int8_call and .kernel_scale")
+    layer._int8_call = call
+
+
+# === TensorFlow ================================================================
+def auto_trackable_class():
+    """TensorFlow's `AutoTrackable` (`tf.__internal__.tracking.AutoTrackable`): the base of
+    a plain object whose `tf.function`s and variables `tf.saved_model.save` writes."""
+    tracking = getattr(getattr(tf, "__internal__", None), "tracking", None)
+    return _attribute(tracking, "AutoTrackable", "tf.__internal__.tracking.AutoTrackable")
+
+
+def keep_alive(function, owner):
+    """Keeps `owner` (a loaded SavedModel) alive as long as `function` (one of its
+    signatures), which holds its variables only weakly."""
+    function._loaded = owner
+    return function
+
+
 # === Saving ====================================================================
 def in_safe_mode():
     """Whether a `.keras` file is being loaded with `safe_mode=True` right now."""
-    try:
-        from keras.src.saving import serialization_lib
-    except ImportError as error:
-        raise _changed("keras.src.saving.serialization_lib") from error
+    if serialization_lib is None:
+        raise _changed("keras.src.saving.serialization_lib")
     return bool(_attribute(serialization_lib, "in_safe_mode", "serialization_lib.in_safe_mode")())
 
 
@@ -84,10 +122,8 @@ def scale_loss_for_distribution(value):
     `compute_loss` must divide by the replica count exactly as Keras' built-in losses
     do (a no-op on JAX, PyTorch and one device).
     """
-    try:
-        from keras.src.losses import loss as loss_module
-    except ImportError as error:
-        raise _changed("keras.src.losses.loss") from error
+    if loss_module is None:
+        raise _changed("keras.src.losses.loss")
     scale = _attribute(loss_module, "scale_loss_for_distribution", "keras.src.losses.loss.scale_loss_for_distribution")
     return scale(value)
 
@@ -133,8 +169,6 @@ def per_replica_iterators(distributed_iterator, num_replicas):
     Returns:
         list of `num_replicas` `tf.data.Iterator`s.
     """
-    import tensorflow as tf
-
     plain = [getattr(w, "_iterator", None) for w in getattr(distributed_iterator, "_iterators", [])]
     if len(plain) != num_replicas or not all(isinstance(p, tf.data.Iterator) for p in plain):
         raise _changed(

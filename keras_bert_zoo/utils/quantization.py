@@ -23,7 +23,10 @@ import functools
 import gc
 
 import keras
+import numpy as np
+import tensorflow as tf
 
+from keras_bert_zoo.utils.keras_internals import dense_int8_kernel, flatten_layers, replace_dense_int8_call
 from keras_bert_zoo.utils.precision import cpu_has_vnni
 
 MODES = ("int8",)
@@ -43,7 +46,7 @@ def quantization_mode(model):
     """The quantisation mode of `model`'s `Dense` layers ("int8"), or None if it is float."""
     modes = {
         layer.quantization_mode
-        for layer in model._flatten_layers()
+        for layer in flatten_layers(model)
         if isinstance(layer, keras.layers.Dense) and layer.quantization_mode
     }
     return next(iter(modes)) if modes else None
@@ -104,24 +107,16 @@ def install_fast_int8(model):
     if keras.backend.backend() != "tensorflow" or not cpu_has_vnni():
         return 0
     count = 0
-    for layer in model._flatten_layers():
+    for layer in flatten_layers(model):
         if isinstance(layer, keras.layers.Dense) and layer.quantization_mode == "int8":
-            # Keras 3.15 dispatches an int8 Dense to `self._int8_call`; check it is still so.
-            if not callable(getattr(layer, "_int8_call", None)) or not hasattr(layer, "kernel_scale"):
-                raise RuntimeError(
-                    "keras_bert_zoo's int8 path needs Keras' Dense._int8_call and kernel_scale "
-                    f"(Keras 3.15); this Keras {keras.__version__} lacks them."
-                )
-            layer._int8_call = functools.partial(_vnni_int8_call, layer)
+            replace_dense_int8_call(layer, functools.partial(_vnni_int8_call, layer))
             count += 1
     return count
 
 
 def _vnni_int8_call(layer, inputs, training=None):
     """`Dense` in int8: the same numbers as Keras' `_int8_call`, on oneDNN's VNNI kernel."""
-    import tensorflow as tf
-
-    kernel = tf.convert_to_tensor(layer._kernel)  # (in, out) int8
+    kernel = tf.convert_to_tensor(dense_int8_kernel(layer))  # (in, out) int8
     kernel_scale = tf.cast(tf.convert_to_tensor(layer.kernel_scale), tf.float32)  # (out,)
     x = tf.convert_to_tensor(inputs)
     in_dim, out_dim = kernel.shape[0], kernel.shape[1]
@@ -133,9 +128,8 @@ def _vnni_int8_call(layer, inputs, training=None):
     x_u8 = tf.cast(x_q + 128.0, tf.uint8)  # exact: x_q + 128 in [1, 255]
     # (x_q + 128) @ W - 128 * colsum(W) == x_q @ W, in int32 (checked exactly in the tests).
     # colsum(W) comes out of the same product: the output row of a row of ones appended to the
-    # activations. Summing the kernel apart (cast to int32, then reduced) read and wrote all of
-    # BERT-Base's 85M weights on every call: 5-14% of its int8 forward on 32 rows of 26 and 14
-    # tokens (Zen 4, 2026-12-02).
+    # activations. Summing the kernel apart (cast to int32, then reduced) would read and write
+    # every weight on every call.
     ones = tf.ones((1, in_dim), tf.uint8)
     acc = tf.raw_ops.QuantizedMatMulWithBias(
         a=tf.bitcast(tf.concat([x_u8, ones], axis=0), tf.quint8), b=tf.bitcast(kernel, tf.qint8),
@@ -160,12 +154,11 @@ def dequantized_variables(model):
     A preset stores these floats with the mode; quantising them again on load gives back
     the same int8 kernels (abs-max maps each column's largest value to exactly 127).
     """
-    import numpy as np
-
     out = {}
-    for layer in model._flatten_layers():
+    for layer in flatten_layers(model):
         if isinstance(layer, keras.layers.Dense) and layer.quantization_mode == "int8":
-            q = np.asarray(keras.ops.convert_to_numpy(layer._kernel), np.float32)
+            kernel = dense_int8_kernel(layer)
+            q = np.asarray(keras.ops.convert_to_numpy(kernel), np.float32)
             scale = np.asarray(keras.ops.convert_to_numpy(layer.kernel_scale), np.float32)
-            out[id(layer._kernel)] = q / scale[None, :]
+            out[id(kernel)] = q / scale[None, :]
     return out

@@ -29,11 +29,10 @@ def test_features_match_the_library():
 @pytest.mark.heavy  # `make test-heavy`: its parts (feature extractor, tuning) are tested in make test
 def test_run_writes_results_and_table(tmp_path):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.presets.loading import save_to_preset
 
     backbone = BertBackbone(vocabulary_size=len(TOKENS), num_layers=2, num_heads=2, hidden_dim=8,
                             intermediate_dim=16, max_sequence_length=16)
-    preset = save_to_preset(backbone, str(tmp_path / "preset"), vocabulary=TOKENS)
+    preset = backbone.save_to_preset(str(tmp_path / "preset"), vocabulary=TOKENS)
     for name in ("train.txt", "valid.txt"):
         (tmp_path / name).write_text(TRAIN, encoding="utf-8")
     out = str(tmp_path / "run")

@@ -4,7 +4,6 @@ import numpy as np
 
 from keras_bert_zoo.data.pretraining_writer import build_tokenizer
 from keras_bert_zoo.models.bert_backbone import BertBackbone
-from keras_bert_zoo.presets.loading import save_to_preset
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -12,7 +11,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 def _preset(directory, tokens):
     backbone = BertBackbone(vocabulary_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=8,
                             intermediate_dim=16, max_sequence_length=16)
-    return save_to_preset(backbone, str(directory), vocabulary=tokens)
+    return backbone.save_to_preset(str(directory), vocabulary=tokens)
 
 
 def test_preset_spec_keeps_a_cased_vocabulary_cased(tmp_path):

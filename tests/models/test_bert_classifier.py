@@ -39,7 +39,7 @@ def test_pairs_regression_scores_and_learns():
     x, y = (SENTENCES, SECONDS), np.array([0.5, 4.0, 2.0, 1.0, 3.5, 5.0], "float32")
     scores = task.predict(x, verbose=0)
     np.testing.assert_allclose(scores, task.predict(task.preprocessor(x), verbose=0), atol=1e-5)
-    np.testing.assert_allclose(task.postprocess(scores)["scores"], scores[:, 0])
+    np.testing.assert_allclose(task.postprocess(scores)["score"], scores[:, 0])
     task.compile(learning_rate=1e-3)
     assert isinstance(task.loss, keras.losses.MeanSquaredError)
     before = task.evaluate(x, y, return_dict=True, verbose=0)["loss"]
@@ -65,7 +65,7 @@ def test_head_is_dense_on_pooled_cls_and_pairs_use_segment_one():
     logits = task.predict((SENTENCES[:2], SECONDS[:2]), verbose=0)
     np.testing.assert_allclose(logits, pooled @ kernel + bias, atol=1e-5)
     out = task.postprocess(logits)
-    assert [s.decode() for s in out["labels"].numpy()] == [["a", "b", "c"][i] for i in np.argmax(logits, -1)]
+    assert [s.decode() for s in out["label"].numpy()] == [["a", "b", "c"][i] for i in np.argmax(logits, -1)]
     # A fresh head is initialised as the original: truncated normal, stddev 0.02.
     assert 0.01 < kernel.std() < 0.03 and np.abs(kernel).max() <= 0.04 and not bias.any()
 

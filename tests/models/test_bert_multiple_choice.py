@@ -43,7 +43,7 @@ def test_each_pair_is_scored_through_the_shared_encoder():
         np.testing.assert_allclose(scores[i], (pooled @ kernel + bias)[:, 0], atol=1e-5)
     out = task.postprocess(scores)
     np.testing.assert_allclose(np.asarray(out["probabilities"]).sum(-1), 1.0, atol=1e-6)
-    assert np.asarray(out["choice_ids"]).tolist() == np.argmax(scores, -1).tolist()
+    assert np.asarray(out["choice"]).tolist() == np.argmax(scores, -1).tolist()
 
 
 def test_fit_on_the_real_tokens_gives_the_padded_fits_numbers():

@@ -148,10 +148,9 @@ def test_start_loads_google_and_hf_pretraining_heads(tmp_path, layout):
 
 def test_start_from_a_bare_backbone_leaves_heads_random_and_says_so(tmp_path, caplog):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.presets.loading import save_to_preset
 
     backbone = BertBackbone(vocabulary_size=30, **SIZE)
-    directory = save_to_preset(backbone, str(tmp_path / "bare"))
+    directory = backbone.save_to_preset(str(tmp_path / "bare"))
     with caplog.at_level(logging.INFO):
         model, heads = pretraining_run._build_model(_config(directory), None)
     assert heads == []

@@ -117,8 +117,8 @@ def expected(exported):
 def test_serving_default_equals_predict_in_a_plain_tensorflow_process(served, expected):
     text = served["text"]
     np.testing.assert_allclose(text["probabilities"], expected["probabilities"], atol=1e-5, rtol=0)
-    assert text["label_id"] == expected["class_ids"].tolist()
-    assert text["label"] == [LABELS[i] for i in expected["class_ids"]]
+    assert text["label_id"] == expected["label_id"].tolist()
+    assert text["label"] == [LABELS[i] for i in expected["label_id"]]
     # The bad rows change nothing in the others.
     good = served["good_only"]
     assert good["label"] == text["label"][: len(SENTENCES)]
@@ -129,7 +129,7 @@ def test_serving_default_equals_predict_in_a_plain_tensorflow_process(served, ex
 def test_ids_and_examples_signatures(exported, served, expected):
     task, _ = exported
     np.testing.assert_allclose(served["ids"]["probabilities"], expected["probabilities"][:2], atol=1e-5, rtol=0)
-    assert served["ids"]["label"] == [LABELS[i] for i in expected["class_ids"][:2]]
+    assert served["ids"]["label"] == [LABELS[i] for i in expected["label_id"][:2]]
     examples = served["examples"]  # TF Serving's classify: (batch, classes) names and scores
     assert examples["classes"] == [LABELS] * (len(served["text"]["label"]) + 1)
     np.testing.assert_allclose(examples["scores"][:-1], served["text"]["probabilities"], atol=1e-6, rtol=0)
@@ -191,7 +191,7 @@ def test_pair_regression_has_score_and_regress():
     serve, method = functions["serving_default"]
     assert method == "tensorflow/serving/predict"
     served = serve(text_a=tf.constant(SENTENCES), text_b=tf.constant(SECONDS))
-    scores = _expected(task, (SENTENCES, SECONDS))["scores"]
+    scores = _expected(task, (SENTENCES, SECONDS))["score"]
     np.testing.assert_allclose(served["score"].numpy(), scores, atol=1e-5, rtol=0)
     example = tf.train.Example(features=tf.train.Features(feature={
         name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))

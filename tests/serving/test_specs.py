@@ -28,7 +28,7 @@ def test_multiple_choice_context_and_endings():
     served = functions["serving_default"](context=tf.constant(CONTEXTS), endings=tf.constant(ENDINGS))
     assert sorted(served) == ["choice", "probabilities"]
     np.testing.assert_allclose(served["probabilities"].numpy(), expected["probabilities"], atol=1e-5, rtol=0)
-    assert served["choice"].numpy().tolist() == expected["choice_ids"].tolist()
+    assert served["choice"].numpy().tolist() == expected["choice"].tolist()
     ids = task.preprocessor((CONTEXTS, ENDINGS))
     by_ids = functions["ids"](**{k: tf.constant(v) for k, v in ids.items()})
     np.testing.assert_allclose(by_ids["probabilities"].numpy(), expected["probabilities"], atol=1e-5, rtol=0)

@@ -21,12 +21,11 @@ NEGATIVE = ["a bad film", "a dull movie", "it is awful", "the plot is boring", "
 
 def _tiny_preset(directory, name="tiny_preset", tokens=None):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.presets.loading import save_to_preset
 
     tokens = tokens or SPECIALS + list(WORDS) + [".", ","]
     backbone = BertBackbone(vocabulary_size=len(tokens), num_layers=2, num_heads=2, hidden_dim=16,
                             intermediate_dim=32, max_sequence_length=32)
-    return save_to_preset(backbone, os.path.join(str(directory), name), vocabulary=tokens)
+    return backbone.save_to_preset(os.path.join(str(directory), name), vocabulary=tokens)
 
 
 def _sst2(tmp_path):

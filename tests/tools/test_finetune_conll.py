@@ -78,14 +78,13 @@ TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "-", "##0", "##1", "##2"
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.presets.loading import save_to_preset
 
     root = tmp_path_factory.mktemp("conll")
     (root / "train.txt").write_text(TRAIN, encoding="utf-8")
     (root / "valid.txt").write_text(DEV, encoding="utf-8")
     backbone = BertBackbone(vocabulary_size=len(TOKENS), num_layers=2, num_heads=2, hidden_dim=16,
                             intermediate_dim=32, max_sequence_length=32)
-    preset = save_to_preset(backbone, str(root / "tiny_preset"), vocabulary=TOKENS)
+    preset = backbone.save_to_preset(str(root / "tiny_preset"), vocabulary=TOKENS)
     return str(root / "train.txt"), str(root / "valid.txt"), preset
 
 

@@ -61,14 +61,13 @@ def _plain(text):
 @pytest.fixture(scope="module")
 def preset(tmp_path_factory):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.presets.loading import save_to_preset
 
     texts = HAND_PASSAGES + [q for _, qas in QUESTIONS for q, _ in qas]
     words = sorted({w for t in texts for w in re.findall(r"[\u4e00-\u9fff]|\w+|[^\w\s]", _plain(t))})
     tokens = SPECIALS + [w for w in words if not w.isupper()]
     backbone = BertBackbone(vocabulary_size=len(tokens), num_layers=2, num_heads=2, hidden_dim=16,
                             intermediate_dim=32, max_sequence_length=64)
-    return save_to_preset(backbone, str(tmp_path_factory.mktemp("presets") / "tiny_squad"), vocabulary=tokens)
+    return backbone.save_to_preset(str(tmp_path_factory.mktemp("presets") / "tiny_squad"), vocabulary=tokens)
 
 
 def _argv(task, train, dev, preset, out, *more):

@@ -229,12 +229,11 @@ def test_stage3_logs_the_throughput_and_the_served_sentences_to_tensorboard(tmp_
 def _tiny_backbone_preset(directory, words):
     """A one-layer BertBackbone preset whose vocabulary is the specials and `words`."""
     from keras_bert_zoo.models.bert_backbone import BertBackbone
-    from keras_bert_zoo.presets.loading import save_to_preset
 
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(words)
     backbone = BertBackbone(vocabulary_size=len(tokens), num_layers=1, num_heads=1, hidden_dim=8, intermediate_dim=8,
                             max_sequence_length=8)
-    return save_to_preset(backbone, directory, vocabulary=tokens)
+    return backbone.save_to_preset(directory, vocabulary=tokens)
 
 
 NOUNS = ("river stone forest castle engine planet violin garden harbor desert market bridge "

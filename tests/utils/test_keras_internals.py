@@ -98,3 +98,22 @@ def test_a_changed_internal_fails_loudly_naming_it_and_the_versions(monkeypatch)
     monkeypatch.delattr(serialization_lib, "in_safe_mode")
     assert "scale_loss_for_distribution" in _assert_loud(lambda: ki.scale_loss_for_distribution(1.0))
     assert "in_safe_mode" in _assert_loud(ki.in_safe_mode)
+
+
+def test_serving_and_int8_internals():
+    assert ki.auto_trackable_class().__name__ == "AutoTrackable" and issubclass(tf.Module, ki.auto_trackable_class())
+    owner = object()
+
+    class Function:
+        pass
+
+    function = ki.keep_alive(Function(), owner)
+    assert vars(function)["_loaded"] is owner
+    dense = keras.layers.Dense(4)
+    dense.build((None, 3))
+    dense.quantize("int8")
+    assert ki.dense_int8_kernel(dense).dtype == "int8"
+    ki.replace_dense_int8_call(dense, lambda inputs, training=None: "ours")
+    assert dense(np.ones((1, 3), "float32")) == "ours"
+    assert "_int8_call" in _assert_loud(lambda: ki.replace_dense_int8_call(object(), None))
+    assert "_kernel" in _assert_loud(lambda: ki.dense_int8_kernel(object()))

@@ -49,7 +49,7 @@ def _finetuning_config(tmp_path, **kwargs):
 
 @pytest.mark.parametrize("forced", ["float32", "mixed_bfloat16"])
 def test_auto_resolved_once_and_recorded(tmp_path, monkeypatch, forced):
-    from keras_bert_zoo.finetuning import run as finetuning_run
+    from keras_bert_zoo.finetuning import glue, kind
     from keras_bert_zoo.pretraining.config import PretrainingConfig
     from tools import finetune, pretrain
 
@@ -65,7 +65,7 @@ def test_auto_resolved_once_and_recorded(tmp_path, monkeypatch, forced):
         history = [{"epoch": 0, "accuracy": 0.5}]
 
     os.makedirs(config.output_dir)
-    finetuning_run._write_results(config, {"dev": Dev()}, 1, 1.0, 0.0)
+    kind.write_results(config, glue.glue_results(config, {"dev": Dev()}, 1, 1.0, 0.0))
     with open(os.path.join(config.output_dir, "results.json")) as f:
         assert json.load(f)["precision"] == forced
 

@@ -108,11 +108,11 @@ def random_init_preset(our_preset, directory, seed):
     import keras  # lazy: TensorFlow after the flags (start-up time)
 
     from keras_bert_zoo.models.bert_backbone import BertBackbone  # lazy: loads TensorFlow (start-up time)
-    from keras_bert_zoo.presets.loading import get_preset_vocabulary, save_to_preset  # lazy: as above
+    from keras_bert_zoo.presets.loading import get_preset_vocabulary  # lazy: as above
 
     keras.utils.set_random_seed(seed)
     backbone = BertBackbone.from_preset(our_preset, load_weights=False)
-    return save_to_preset(backbone, directory, vocabulary=get_preset_vocabulary(our_preset))
+    return backbone.save_to_preset(directory, vocabulary=get_preset_vocabulary(our_preset))
 
 
 def _tensorboard(log_dir, results):

@@ -41,7 +41,7 @@ def _export_best(args, run, finetuning, best):
     """`run("export", "1")`: the best model's SavedModel, moved from its fine-tuning run's export
     if it wrote one, else exported here; the other runs' exports are removed (one export per
     run directory). Returns `(path, whether its fine-tuning run had exported it)`."""
-    from keras_bert_zoo.utils.files import atomic_directory
+    from keras_bert_zoo.utils.files import atomic_directory  # lazy: the quickstart imports stages before TensorFlow (start-up time)
 
     target = run("export", "1")
     ready = _exported(finetuning, best)
@@ -53,8 +53,8 @@ def _export_best(args, run, finetuning, best):
             os.rmdir(tmp)
             os.replace(ready, tmp)
         return target, True
-    from keras_bert_zoo.serving.export import export
-    from keras_bert_zoo.models.bert_classifier import BertClassifier
+    from keras_bert_zoo.models.bert_classifier import BertClassifier  # lazy: TensorFlow only when exporting here (start-up time)
+    from keras_bert_zoo.serving.export import export  # lazy: as above
 
     # In the policy it was fine-tuned and scored in (a preset does not keep one; without
     # `dtype` it would pick bf16 on a bf16 CPU): the served answers are the scored model's.
@@ -65,7 +65,7 @@ def _export_best(args, run, finetuning, best):
 def _tensorboard(log_dir, answer, gold_names):
     """Stage 3 in TensorBoard (`tensorboard/serve`): the served throughput, and the served
     sentences with their label, probability and gold label as a Markdown table."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: the quickstart imports stages before TensorFlow (start-up time)
 
     rows = ["| label | probability | gold | sentence |", "|---|---|---|---|"]
     rows += [f"| {p['label']} | {p['probability']:.3f} | {gold} | {p['text'].replace('|', '/')} |"
@@ -86,8 +86,8 @@ def serve(args, run, finetuning=None, client=None):
         exported it, the sentences with their label and probability, sentences per second,
         the modules the client had loaded).
     """
-    from keras_bert_zoo.data.glue import glue_labels, read_glue
-    from keras_bert_zoo.utils.files import atomic_write_json
+    from keras_bert_zoo.data.glue import glue_labels, read_glue  # lazy: the quickstart imports stages before TensorFlow (start-up time)
+    from keras_bert_zoo.utils.files import atomic_write_json  # lazy: as above
 
     if finetuning is None:  # --stages serve alone: the presets and figures of an earlier run
         with open(run("summary.json"), encoding="utf-8") as f:
