@@ -55,6 +55,9 @@ from keras_bert_zoo.training.checkpoints import TrainingCheckpoint  # noqa: E402
 from keras_bert_zoo.training.distribute import get_strategy  # noqa: E402
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay  # noqa: E402
 from keras_bert_zoo.training.resumable_fit import fit_resumable  # noqa: E402
+from keras_bert_zoo import moved_modules as _moved_modules  # noqa: E402
+
+_moved_modules.install()  # the old module paths, one more release
 
 __version__ = "0.1.0"
 

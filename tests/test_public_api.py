@@ -149,3 +149,30 @@ def test_import_needs_no_optional_dependency():
 def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_name"):
         keras_bert_zoo.no_such_name
+
+
+def test_old_module_paths_warn_and_give_the_moved_module():
+    """A module path of before the re-house keeps working one release: same module, a warning."""
+    import importlib
+    import sys
+    import warnings
+
+    from keras_bert_zoo import moved_modules
+
+    for old, new in (("keras_bert_zoo.training.finetuning_run", "keras_bert_zoo.finetuning.run"),
+                     ("keras_bert_zoo.weights.loading", "keras_bert_zoo.presets.loading"),
+                     ("keras_bert_zoo.export_client", "keras_bert_zoo.serving.client")):
+        assert moved_modules.MOVED[old] == new
+        sys.modules.pop(old, None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = importlib.import_module(old)
+        assert module is importlib.import_module(new)
+        assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        from keras_bert_zoo.training.finetuning_config import FinetuningConfig  # noqa: F401 (the old path)
+    import keras_bert_zoo
+
+    assert FinetuningConfig is keras_bert_zoo.FinetuningConfig
+    assert callable(keras_bert_zoo.export)  # the function, not the old module
