@@ -68,9 +68,6 @@ def test_public_names_of_what_other_rooms_need():
         loading.backbone_of(object())
     assert preset_format.vocabulary_bytes(["a", b"b"]) == b"a\nb\n" and preset_format.vocabulary_bytes(None) is None
     assert preset_format.vocabulary_bytes(VOCAB) == open(VOCAB, "rb").read()
-    # The old private names stay for one step.
-    assert loading._backbone_of is loading.backbone_of
-    assert preset_format._vocabulary_lines is preset_format.vocabulary_bytes
 
 
 def test_failed_second_save_keeps_the_good_preset(tmp_path, monkeypatch):
