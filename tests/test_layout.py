@@ -260,16 +260,40 @@ def test_in_function_imports_say_why():
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 DATED = re.compile(
     rf"\b20\d\d-\d\d-\d\d\b|\b({MONTHS}) \d|\b\d{{1,2}} ({MONTHS})\b|\bZen ?\d\b|\bAVX2-only\b"
-    r"|\d(\.\d+)? ?(s|ms|min)\b(?!-)|\bGFLOP/s\b")
+    r"|\d(\.\d+)? (s|ms|min)\b(?!-)|\d(ms|min)\b|\bGFLOP/s\b")
+
+
+def _docstrings(tree):
+    """Yields `(line, text)` of each docstring line of a module, its classes and functions."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                for offset, text in enumerate(first.value.value.split("\n")):
+                    yield first.lineno + offset, text
 
 
 def test_comments_give_reasons_not_dates_or_timings():
     bad = []
     for name, path in MODULES.items():
-        for line, comment in _comments(path):
-            if DATED.search(comment):
-                bad.append(f"{path.relative_to(ROOT)}:{line}: {comment.strip()}")
-    assert not bad, "Dates, hosts or timings in comments (they belong in docs/):\n" + "\n".join(bad)
+        lines = list(_comments(path))
+        if name.startswith(PACKAGE):
+            lines += list(_docstrings(TREES[name]))
+        for line, text in lines:
+            if DATED.search(text):
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {text.strip()}")
+    assert not bad, ("Dates, hosts or timings in comments or package docstrings (they belong in docs/):\n"
+                     + "\n".join(bad))
+
+
+MAX_LINES = 350  # docs/design.md, principle 1: split a file by what it holds before this
+
+
+def test_package_files_stay_small():
+    big = [f"{path.relative_to(ROOT)} ({n} lines)" for name, path in MODULES.items() if name.startswith(PACKAGE)
+           for n in [len(path.read_text(encoding="utf-8").splitlines())] if n > MAX_LINES]
+    assert not big, "Package files over ~350 lines (split them by what they hold):\n" + "\n".join(big)
 
 
 @pytest.mark.parametrize("package", ["text", "layers", "models"])

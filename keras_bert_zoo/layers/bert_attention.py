@@ -38,8 +38,8 @@ class BertAttention(keras.layers.Layer):
             attend one sequence at a time (`ops.map`): its `(heads, seq, seq)` scores stay in
             the CPU's cache, where the whole batch's go through memory several times (the
             scores, the mask, the softmax): a MiniLM-shaped encoder (L6 H384) on 32 rows of
-            384 positions (~274 real), 1.27× the batched call's throughput end to end
-            (2026-12-02, AVX2-only CPU). The same outputs (to float rounding). Defaults to
+            384 positions (~274 real), a higher throughput end to end than the batched call
+            (docs/measurements/). The same outputs (to float rounding). Defaults to
             False (one batched computation, what accelerators want); a `Task` on CPU turns it
             on (`set_per_sequence_attention`).
     """
@@ -135,9 +135,8 @@ class BertAttention(keras.layers.Layer):
         (`ops.map`): its scores are `(heads, length, length)`, a few MB that stay in the
         CPU's cache, where the padded batch's `(batch, heads, seq, seq)` scores and the
         mask over them go through memory several times; without padded keys there is no
-        mask, and no scores for padded queries (all-MiniLM-L6-v2 on `benchmarks/qa.py`'s
-        115 windows of 384, ~82% real tokens: the forward pass 19.0 → 13.6 s, 2026-12-02,
-        AVX2-only CPU). The same outputs as `attend` on the padded batch at the real positions
+        mask, and no scores for padded queries (the gain on SQuAD-style windows is in
+        docs/measurements/). The same outputs as `attend` on the padded batch at the real positions
         (to float rounding); no dropout (inference only). TensorFlow: the lengths are
         dynamic shapes.
 

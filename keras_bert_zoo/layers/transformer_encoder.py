@@ -159,8 +159,8 @@ class TransformerEncoder(keras.layers.Layer):
         (queries, keys and values scattered into it, zeros at padding, which the mask hides),
         where its dropout is drawn as in `call`. Real positions get the outputs of `call` (to
         float rounding); padded positions get zeros. Every batch's token
-        count is a new matmul shape: rounding it up to fewer shapes (8 per power of two) did not
-        pay (BERT-Base fp32 batch 32: 56.5 vs 67.2 sentences/s exact, 2026-12-01). TensorFlow only
+        count is a new matmul shape: rounding it up to fewer shapes (8 per power of two) was
+        slower than exact shapes (docs/measurements/). TensorFlow only
         (the token count is a dynamic shape, which XLA and JAX's jit do not take).
         """
         shape = ops.shape(x)

@@ -192,7 +192,7 @@ class BertSpanExtractor(Task):
         """Start and end logits of a batch of windows, one graph for every batch shape.
 
         `predict_on_batch` retraces for a new number of windows or width until Keras'
-        `reduce_retracing` generalises (~4 s for MiniLM at 384 each time); raw-text batches
+        `reduce_retracing` generalises (seconds each time for a real model); raw-text batches
         change both, so on TensorFlow the forward pass is one `tf.function` with a
         `(None, None)` signature, traced once per task.
         """

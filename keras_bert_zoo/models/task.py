@@ -3,17 +3,15 @@
 import functools
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.layers.bert_attention import set_per_sequence_attention
 from keras_bert_zoo.layers.transformer_encoder import padded_encoders, set_skip_padding
 from keras_bert_zoo.models import task_inputs as inputs_lib
-from keras_bert_zoo.models import task_predict
 from keras_bert_zoo.models.bert_backbone import BertBackbone
-from keras_bert_zoo.models.predict_precision import predicting_in
 from keras_bert_zoo.presets.task import (
     keras_config, save_task_preset, task_from_keras_config, task_from_preset)
+from keras_bert_zoo.models.task_predicting import TaskPredicting
 from keras_bert_zoo.models.task_raw_text import RawTextInputs
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
@@ -27,7 +25,7 @@ DEFAULT_LEARNING_RATE = 5e-5
 DEFAULT_WARMUP_RATIO = 0.1  # run_classifier.py's warmup_proportion
 
 
-class Task(RawTextInputs, keras.Model):
+class Task(TaskPredicting, RawTextInputs, keras.Model):
     """A backbone plus a task head that owns its loss, metrics, default `compile()` and presets.
 
     `fit`, `evaluate` and `predict` take raw text: a list or NumPy array of strings,
@@ -228,8 +226,7 @@ class Task(RawTextInputs, keras.Model):
 
         Without a distribution strategy, Keras 3.15 (TensorFlow) creates them while tracing
         the first step, and TensorFlow then traces the step a second time without variable
-        creation: twice the graph building of every `fit` (about 3 s for
-        all-MiniLM-L6-v2 on 2 cores). Built here from zeros of one batch's structure,
+        creation: twice the graph building of every `fit`. Built here from zeros of one batch's structure,
         the step is traced once."""
         if (not isinstance(dataset, tf.data.Dataset) or keras.backend.backend() != "tensorflow"
                 or not isinstance(dataset.element_spec, tuple) or len(dataset.element_spec) < 2):
@@ -263,39 +260,6 @@ class Task(RawTextInputs, keras.Model):
         if prepared is not None:
             x, y, sample_weight, batch_size = prepared[0], None, None, None
         return super().evaluate(x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
-
-    def predict_step(self, data):
-        # Float outputs leave the step as float32: a MultiWorkerMirroredStrategy gathers them with
-        # collective ops that take no bfloat16 (a bf16 model's predict failed there), and users get
-        # float32 from `predict` whatever the policy.
-        return task_predict.widen_in_graph(super().predict_step(data))
-
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, precision=None):
-        """`keras.Model.predict` on raw text (sorted by length, returned in input order) or ids.
-
-        `precision`: None (the model's own policy), `"auto"` (`utils.precision.auto_precision()`:
-        mixed_bfloat16 where bf16 is native) or a policy name, for this call only; the
-        model's policy is untouched for training (`models/predict_precision.py`). Float
-        outputs are float32 whatever the policy.
-        """
-        with predicting_in(self, precision):
-            return task_predict.as_float32(self._predict(x, batch_size, verbose, steps, callbacks))
-
-    def _predict(self, x, batch_size, verbose, steps, callbacks):
-        if (self.preprocessor is not None and steps is None and not callbacks and not isinstance(x, tf.data.Dataset)
-                and not inputs_lib.is_packed(x) and x is not None):
-            columns = inputs_lib.as_columns(x)
-            if inputs_lib.num_rows(columns) and all(c.dtype.kind in "USO" for c in keras.tree.flatten(columns)):
-                prepare, count = self._pipeline_cache()
-                return task_predict.predict_sorted(self, columns, prepare, count, batch_size, verbose)
-        prepared = self._prepare(x, batch_size=batch_size, sort=True)
-        if prepared is None:
-            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
-        dataset, order = prepared
-        outputs = super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
-        if order is None:
-            order = np.arange(len(keras.tree.flatten(outputs)[0]))
-        return task_predict.restore_order(outputs, order)
 
     # === Quantisation ===
     def quantize(self, mode=None, config=None, **kwargs):

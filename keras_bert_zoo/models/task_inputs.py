@@ -268,7 +268,7 @@ COUNT_CHUNK = 4096
 
 def count_truncated(columns, preprocessor, count):
     """`report_truncated` for in-memory raw columns: `count` over chunks of the rows, without a
-    `tf.data` pass (whose tracing and graph optimisation cost 0.5-1 s per call on 2 cores).
+    `tf.data` pass (whose tracing and graph optimisation would be paid on every call).
     Logs one line; returns the count (None without `count`)."""
     if count is None:
         return None

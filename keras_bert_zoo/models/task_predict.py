@@ -13,7 +13,7 @@ def predict_sorted(model, columns, prepare, count, batch_size=None, verbose=0):
 
     Each batch runs `prepare` (see `task_inputs.pipeline_functions`) and `predict_on_batch`, both
     traced once: unlike a tf.data pipeline, no iterator is built per call, and creating
-    one cost ~1 s (Grappler optimising the tokenizer's function), twice per
+    one means Grappler optimising the tokenizer's function again, twice per
     `keras.Model.predict` call, whatever the number of rows. Truncated inputs are counted
     first (`count_truncated`) and reported as `task_inputs.report_truncated` does.
     """
@@ -41,8 +41,7 @@ def trace_any_shape(model, x):
 
     `predict_on_batch` passes arrays, so its `tf.function` (`reduce_retracing`) traces the
     first batch's exact shape, then again with relaxed shapes at the first other shape:
-    two traces where one serves every batch (all-MiniLM-L6-v2: ~2.6 s each on an AVX2-only
-    2-core CPU). Later calls match the relaxed trace. Nothing to do when Keras runs eagerly
+    two traces where one serves every batch. Later calls match the relaxed trace. Nothing to do when Keras runs eagerly
     or on another backend."""
     if keras.backend.backend() != "tensorflow" or model.run_eagerly:
         return

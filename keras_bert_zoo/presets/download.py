@@ -165,7 +165,7 @@ def download(url, path, sha256=None, size=None, name=None, timeout=None, stall_t
             `KERAS_BERT_ZOO_DOWNLOAD_TIMEOUT`, else 3600.
         stall_timeout: float. Seconds without a single byte after which the download is
             given up. Defaults to 30.
-        progress: bool. Print progress to stderr (every 5 s, and at the end). Defaults to True.
+        progress: bool. Print progress to stderr (every five seconds, and at the end). Defaults to True.
 
     Returns:
         The sha256 of the downloaded file.

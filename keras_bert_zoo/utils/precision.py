@@ -1,7 +1,7 @@
 """The fast float policy for this machine: `mixed_bfloat16` where bf16 is native, else float32.
 
 On a CPU with native bf16 instructions (AVX512-BF16 or AMX-BF16) oneDNN runs bf16 matmuls
-at about twice the float32 rate; on an AVX2-only CPU bf16 is emulated and *slower* than
+at about twice the float32 rate; on a CPU without them (AVX2 only) bf16 is emulated and *slower* than
 float32 (`../shared/PERFORMANCE.md`). GPUs and TPUs run bf16 natively. `auto_precision()`
 picks accordingly; the environment variable `KERAS_BERT_ZOO_PRECISION` overrides it.
 A `BertBackbone` (and so every task) built without `dtype` takes `default_policy()`: the

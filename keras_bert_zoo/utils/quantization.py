@@ -7,10 +7,9 @@ per token (abs-max over the features) at call time. Embeddings, LayerNorm and th
 attention products stay in the task's float policy.
 
 Why not Keras' own int8 call: on TensorFlow it multiplies int8 by int8 with
-`tf.matmul(..., output_type=int32)`, an Eigen kernel that runs at ~44 GFLOP/s on a
-Zen 4 core pair where the bf16 matmul runs at ~417 (measured, `benchmarks/quantization.py`),
-i.e. int8 would be ~10x *slower* than bf16. TensorFlow's `QuantizedMatMulWithBias`
-(uint8 x int8 -> int32) is oneDNN's VNNI kernel (~560-600 GFLOP/s there). On
+`tf.matmul(..., output_type=int32)`, an Eigen kernel many times *slower* than the bf16
+matmul (measured by `benchmarks/quantization.py`). TensorFlow's `QuantizedMatMulWithBias`
+(uint8 x int8 -> int32) is oneDNN's VNNI kernel, faster than either. On
 TensorFlow the quantised `Dense` layers therefore compute the same integer product
 through it: the int8 activations are shifted by +128 into uint8 and the shift is taken
 back exactly through an int32 bias of -128 * column sums of the kernel, so the int32
@@ -84,9 +83,9 @@ def _one_gc_collect():
     """Runs the block with `gc.collect` a no-op, then collects once.
 
     Keras' `Layer.__delattr__` calls `gc.collect()` for every variable it drops, and
-    quantising drops each Dense's float kernel: with TensorFlow loaded a collection takes
-    ~0.4 s on a 2-core Zen 3, so a 2-layer BERT's 14 Dense layers took 5.4 of the 5.5 s
-    of `quantize` (BERT-Base has 74). One collection at the end frees the same buffers.
+    quantising drops each Dense's float kernel: with TensorFlow loaded each collection is
+    slow, and they made up nearly all of `quantize`'s time (BERT-Base has 74 Dense
+    layers). One collection at the end frees the same buffers.
     """
     collect = gc.collect
     gc.collect = lambda *args, **kwargs: 0
