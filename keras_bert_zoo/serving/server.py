@@ -31,6 +31,8 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops our exports' tokenizers use)
 from kserve.errors import InvalidInput
 
+from keras_bert_zoo.serving.client import input_names
+
 SIGNATURE = "serving_default"
 RETRY_AFTER_S = 1
 
@@ -51,12 +53,6 @@ class TooLarge(fastapi.HTTPException):
 
     def __init__(self, count, limit):
         super().__init__(413, detail=f"{count} instances in one request; at most {limit} are answered. Split it.")
-
-
-def signature_inputs(function):
-    """The named inputs of a signature, sorted."""
-    args, kwargs = function.structured_input_signature
-    return sorted(kwargs) if kwargs else sorted(spec.name for spec in args)
 
 
 def decode_value(value, where):
@@ -176,7 +172,7 @@ class ExportModel(kserve.Model):
         """Loads the export's serving signature and warms it up."""
         self.loaded = tf.saved_model.load(self.export_dir)
         self.function = self.loaded.signatures[SIGNATURE]
-        self.names = signature_inputs(self.function)
+        self.names = input_names(self.function)
         self.run_rows([{name: b"warm up" for name in self.names}])
         self.ready = True
         return self.ready
