@@ -104,6 +104,58 @@ def load_file(path):
     return {k: np.asarray(v) for k, v in tensors.items()}
 
 
+def _allowed_roots(folder):
+    """The real folders a shard may resolve into: the model folder, and for a folder of
+    huggingface_hub's cache (`<repo>/snapshots/<revision>`, whose files are links to
+    `<repo>/blobs/<hash>`) that repository's `blobs` folder."""
+    real = os.path.realpath(folder)
+    roots = [real]
+    snapshots = os.path.dirname(real)
+    if os.path.basename(snapshots) == "snapshots":
+        roots.append(os.path.join(os.path.dirname(snapshots), "blobs"))
+    return roots
+
+
+def shard_paths(folder, index):
+    """The shard files that `index` (a `model.safetensors.index.json` in `folder`) names.
+
+    An index is data that came with the download: its `weight_map` must not make the
+    reader open a file outside the model folder. Each entry is resolved (`..`, absolute
+    paths and symbolic links) and must lie inside `folder` (or, for huggingface_hub's
+    cache, its repository's `blobs`).
+
+    Returns:
+        list of str: the shard paths, each once, sorted.
+
+    Raises:
+        ValueError: the index has no `weight_map` dict of strings, or an entry resolves
+            outside the folder or to no file; the message names the entry, the index and the fix.
+    """
+    weight_map = files.read_json(index).get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) and v for v in weight_map.values()):
+        raise ValueError(
+            f"{index}: `weight_map` must map each tensor name to a shard file name. Received: "
+            f"{str(weight_map)[:200]}. Rewrite the index (transformers' `save_pretrained` writes one)."
+        )
+    roots = _allowed_roots(folder)
+    shards = {}
+    for tensor, shard in sorted(weight_map.items()):
+        resolved = os.path.realpath(os.path.join(folder, shard))
+        if not any(os.path.commonpath([resolved, root]) == root for root in roots):
+            raise ValueError(
+                f"{index}: the weight_map entry {tensor!r} -> {shard!r} points outside the model folder "
+                f"{folder} (it resolves to {resolved}); nothing was read. Shards must be files in that "
+                "folder: put the shard there and name it by its file name in the index."
+            )
+        if not os.path.isfile(resolved):
+            raise ValueError(
+                f"{index}: the weight_map entry {tensor!r} names the shard {shard!r}, which is not in "
+                f"{folder}. Download the missing shard into that folder, or fix the index."
+            )
+        shards[shard] = os.path.normpath(os.path.join(folder, shard))
+    return sorted(set(shards.values()))
+
+
 def load_safetensors(directory_or_file):
     """Reads raw HF tensors from `model.safetensors`, a sharded index, or a `.safetensors` file.
 
@@ -115,10 +167,9 @@ def load_safetensors(directory_or_file):
         return load_file(path), path
     index = os.path.join(path, "model.safetensors.index.json")
     if os.path.isfile(index):
-        shards = sorted(set(files.read_json(index)["weight_map"].values()))
         tensors = {}
-        for shard in shards:
-            tensors.update(load_file(os.path.join(path, shard)))
+        for shard in shard_paths(path, index):
+            tensors.update(load_file(shard))
         return tensors, index
     single = os.path.join(path, "model.safetensors")
     if os.path.isfile(single):
