@@ -9,7 +9,6 @@ files and every test file (no label column) read with one rule. Label ids follow
 original processors' `get_labels()` order.
 """
 
-import csv
 import dataclasses
 import logging
 import math
@@ -54,6 +53,11 @@ GLUE_FORMATS = {
 GLUE_TASKS = tuple(GLUE_FORMATS)
 COLA_COLUMNS = ("source", "label", "original_label", "sentence")
 STSB_RANGE = (0.0, 5.0)
+# The longest field read (characters): Python csv's default `field_size_limit`, so the
+# GLUE and SWAG readers share one bound. A real sentence is far shorter; a longer field
+# is a lost tab or quote that swallowed the lines after it.
+FIELD_LIMIT = 128 * 1024
+SKIP_HINT = "pass --skip-malformed (errors='skip' in Python) to drop such rows"
 
 
 def glue_format(task):
@@ -73,18 +77,22 @@ def glue_labels(task):
     return list(names) if names else None
 
 
-def read_glue(task, path, errors="raise", with_ids=False):
+def read_glue(task, path, errors="raise", with_ids=False, skipped=None):
     """Reads one GLUE file (train, dev or test) of `task`.
 
     Args:
         task: str. One of `GLUE_TASKS`.
         path: str. The file, as distributed (`train.tsv`, `dev_matched.tsv`, `test.tsv`, ...).
         errors: str. "raise": a malformed row (wrong number of columns, a label outside
-            the task's label set, an empty sentence) raises a `ValueError` naming the
-            file, line and column. "skip": such rows are dropped and counted in a
-            warning with their first line numbers. Defaults to "raise".
-        with_ids: bool. Also return each row's id (the file's `index`/`id` column, else
-            the row number), as GLUE's submission files need. Defaults to False.
+            the task's label set, an empty sentence, bytes that are not UTF-8, a field
+            over `FIELD_LIMIT` characters) raises a `ValueError` naming the file, line and
+            column. "skip": such rows are dropped and counted in a warning with their
+            first line numbers. Defaults to "raise".
+        with_ids: bool. Also return each row's id: the file's `index`/`id` column, else
+            the row's position among the file's data rows (0-based, dropped rows counted),
+            so a dropped row never renumbers the rows after it. Defaults to False.
+        skipped: list or None. With errors="skip", `(line number, message)` of each
+            dropped row is appended to it, for callers that report the count.
 
     Returns:
         `(x, y)` (or `(x, y, ids)`): `x` a list of strings for single-sentence tasks, a
@@ -99,19 +107,25 @@ def read_glue(task, path, errors="raise", with_ids=False):
     fmt = glue_format(task)
     if errors not in ("raise", "skip"):
         raise ValueError(f"`errors` must be 'raise' or 'skip'. Received: errors={errors!r}.")
-    columns, layout = None, None
+    columns, layout, position = None, None, 0
     texts, labels, ids, bad = tuple([] for _ in fmt.text_columns), [], [], []
-    for line_number, row in _rows(path):
+    for line_number, row, problem in _rows(path):
         if columns is None:
+            if problem:  # no header, no columns to read the rest by: never skipped
+                raise ValueError(f"{problem}.")
             columns = _header(task, row)
             layout = _columns(fmt, columns, path, line_number)
             if columns != COLA_COLUMNS:
                 continue  # a header row; CoLA's labelled files start with data
         text_cols, label_col, id_col = layout
+        position += 1  # the row's own place in the file, kept whether or not it is dropped
         try:
+            if problem:
+                raise ValueError(f"{problem}, or {SKIP_HINT}.")
             if len(row) != len(columns):
                 raise ValueError(f"{path}, line {line_number}: {len(row)} columns where the "
                                  f"{'header' if columns != COLA_COLUMNS else 'CoLA layout'} has {len(columns)}.")
+            _check_sizes(row, columns, path, line_number)
             label = None if label_col is None else _label(fmt, row, label_col, columns, path, line_number)
             values = _texts(row, text_cols, columns, path, line_number)
         except ValueError as e:
@@ -122,12 +136,14 @@ def read_glue(task, path, errors="raise", with_ids=False):
         for column, value in zip(texts, values):
             column.append(value)
         labels.append(label)
-        ids.append(row[id_col] if id_col is not None else str(len(ids)))
+        ids.append(row[id_col] if id_col is not None else str(position - 1))
     if columns is None:
         raise ValueError(f"GLUE file {path!r} is empty.")
     if bad:
         logger.warning("%s: skipped %d malformed row(s) of %d; first: %s", path, len(bad),
                        len(bad) + len(ids), "; ".join(message for _, message in bad[:3]))
+        if skipped is not None:
+            skipped.extend(bad)
     x = texts[0] if len(texts) == 1 else texts
     y = None if layout[1] is None else np.asarray(labels, "float32" if not fmt.file_labels else "int32")
     return (x, y, ids) if with_ids else (x, y)
@@ -164,20 +180,56 @@ def write_glue_submission(task, path, ids, predictions, mismatched=False):
     return path
 
 
-def _rows(path):
-    """Yields (line number, fields) of a tab-separated file read without quoting."""
+def decoded_lines(path, kind):
+    """Yields `(line number, text, problem)` of each line of a UTF-8 file (a BOM dropped).
+
+    Lines are decoded one at a time, so a byte that is not UTF-8 is reported at its own
+    line and column (a text-mode file fails at the first buffer, line 1) and the lines
+    after it still read. `problem` is None, or the message of such a line, whose text then
+    holds U+FFFD in place of the bad bytes. Lines end at LF, CRLF or a lone CR, as
+    Python's universal newlines split them, and keep their ending (what csv expects).
+    """
     try:
-        handle = open(path, encoding="utf-8-sig", newline="")
+        handle = open(path, "rb")
     except OSError as e:
-        raise ValueError(f"Cannot read GLUE file {path!r}: {e.strerror}.") from e
+        raise ValueError(f"Cannot read {kind} file {path!r}: {e.strerror}.") from e
+    number = 0
     with handle:
-        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        try:
-            for row in reader:
-                if row:
-                    yield reader.line_num, row
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}, line {reader.line_num + 1}: not UTF-8 ({e.reason}).") from e
+        for chunk in handle:
+            for raw in chunk.splitlines(keepends=True):
+                number += 1
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                try:
+                    text, problem = raw.decode("utf-8"), None
+                except UnicodeDecodeError as e:
+                    character = len(raw[:e.start].decode("utf-8", "replace")) + 1
+                    text, problem = raw.decode("utf-8", "replace"), (
+                        f"{path}, line {number}, character {character} (byte {e.start + 1} of the line): not UTF-8 "
+                        f"({e.reason}, byte 0x{raw[e.start]:02x}). Re-save the file as UTF-8")
+                yield number, text, problem
+
+
+def _rows(path):
+    """Yields (line number, fields, problem) of a tab-separated file read without quoting.
+
+    No quoting means a row is a line split at tabs, which is all csv's QUOTE_NONE does;
+    splitting here keeps csv's process-wide field size limit out of it (see `FIELD_LIMIT`).
+    """
+    for number, text, problem in decoded_lines(path, "GLUE"):
+        text = text.rstrip("\r\n")
+        if text:
+            yield number, text.split("\t"), problem
+
+
+def _check_sizes(row, columns, path, line_number):
+    for i, value in enumerate(row):
+        if len(value) > FIELD_LIMIT:
+            raise ValueError(
+                f"{path}, line {line_number}, column {i + 1} ({columns[i]!r}): a field of {len(value)} characters, "
+                f"over the {FIELD_LIMIT}-character limit of a GLUE field (a lost tab or line break?). Fix the "
+                f"line, or {SKIP_HINT}."
+            )
 
 
 def _header(task, row):
