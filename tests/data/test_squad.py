@@ -74,7 +74,8 @@ def test_misaligned_answer_names_the_question_or_is_skipped_and_counted(tmp_path
         data = read_squad(path, skip_bad_answers=True)
     assert data.ids == ["ok", "half"] and data.skipped == 2
     assert data.gold_answers()["half"] == ["Santa Clara"]
-    assert "skipped 2 misaligned answer(s); 1 question(s)" in caplog.text
+    assert "skipped 2 misaligned answer(s); dropped 1 question(s)" in caplog.text
+    assert [qid for qid, _ in data.dropped] == ["off-by-one"]
 
 
 def test_malformed_files_are_refused(tmp_path):
