@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from keras_bert_zoo.data.glue import decoded_lines
 from keras_bert_zoo.text import tag_schemes
 from keras_bert_zoo.utils.files import atomic_write_text
 
@@ -30,7 +31,8 @@ class ConllData(NamedTuple):
 
     `scheme` is the file's scheme ("iob1", "iob2", "iobes"), `repaired` the number of
     tags changed because the scheme forbade them (only with `repair=True`) and `skipped`
-    the number of token lines dropped for a wrong column count (only with `repair=True`).
+    the number of token lines dropped for a wrong column count or bytes that are not the
+    file's encoding (only with `repair=True`).
     """
 
     words: list
@@ -44,41 +46,46 @@ class ConllData(NamedTuple):
 def _sentences(path, encoding, skipped=None):
     """Yields (document, [(line_number, columns), ...]) per sentence; checks column counts.
 
-    With a `skipped` list, a line with the wrong column count is dropped and its number
-    appended there instead of raising.
+    With a `skipped` list, a line with the wrong column count or bytes that are not
+    `encoding` is dropped and its number appended there instead of raising.
     """
     document, rows, width = 0, [], None
-    with open(path, encoding=encoding) as f:
-        for number, line in enumerate(f, start=1):
-            columns = line.split()
-            if columns and columns[0] == "-DOCSTART-":
-                if rows:
-                    yield document, rows
-                    rows = []
-                document += 1
-                continue
-            if not columns:
-                if rows:
-                    yield document, rows
-                    rows = []
-                continue
-            if width is None:
-                width = len(columns)
-                if width < 2:
-                    raise ValueError(
-                        f"{path}:{number}: a CoNLL line needs the token and its label (2 or more "
-                        f"columns). Received {line.rstrip()!r}."
-                    )
-            if len(columns) != width:
-                if skipped is not None:
-                    skipped.append(number)
-                    continue
+    for number, line, problem in decoded_lines(path, "CoNLL", encoding):
+        if problem:
+            if skipped is None:
+                raise ValueError(f"{problem}, or pass its encoding (encoding=...), or pass --skip-malformed "
+                                 "(repair=True in Python) to drop the line.")
+            skipped.append(number)
+            continue
+        columns = line.split()
+        if columns and columns[0] == "-DOCSTART-":
+            if rows:
+                yield document, rows
+                rows = []
+            document += 1
+            continue
+        if not columns:
+            if rows:
+                yield document, rows
+                rows = []
+            continue
+        if width is None:
+            width = len(columns)
+            if width < 2:
                 raise ValueError(
-                    f"{path}:{number}: expected {width} columns like the file's first token line, "
-                    f"found {len(columns)}: {line.rstrip()!r}. Fix the line (a token with a space in "
-                    "it, or a missing label)."
+                    f"{path}:{number}: a CoNLL line needs the token and its label (2 or more "
+                    f"columns). Received {line.rstrip()!r}."
                 )
-            rows.append((number, columns))
+        if len(columns) != width:
+            if skipped is not None:
+                skipped.append(number)
+                continue
+            raise ValueError(
+                f"{path}:{number}: expected {width} columns like the file's first token line, "
+                f"found {len(columns)}: {line.rstrip()!r}. Fix the line (a token with a space in "
+                "it, or a missing label)."
+            )
+        rows.append((number, columns))
     if rows:
         yield document, rows
 
@@ -94,8 +101,9 @@ def read_conll(path, scheme="auto", repair=False, encoding="utf-8"):
         repair: bool. With an explicit `scheme`, a tag it forbids (an I- after O in IOB2)
             raises a ValueError naming file and line; True reads such tags as conlleval
             does (the I- opens a chunk) and counts them in `repaired`. True also drops
-            token lines whose column count differs from the file's first (counted in
-            `skipped`), which otherwise raise. Defaults to False.
+            token lines whose column count differs from the file's first or whose bytes
+            are not `encoding` (counted in `skipped`), which otherwise raise naming the
+            line. Defaults to False.
         encoding: str. Defaults to "utf-8" (the German files are latin-1).
 
     Returns:

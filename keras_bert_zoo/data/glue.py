@@ -180,15 +180,17 @@ def write_glue_submission(task, path, ids, predictions, mismatched=False):
     return path
 
 
-def decoded_lines(path, kind):
-    """Yields `(line number, text, problem)` of each line of a UTF-8 file (a BOM dropped).
+def decoded_lines(path, kind, encoding="utf-8"):
+    """Yields `(line number, text, problem)` of each line of a text file (a UTF-8 BOM dropped).
 
-    Lines are decoded one at a time, so a byte that is not UTF-8 is reported at its own
-    line and column (a text-mode file fails at the first buffer, line 1) and the lines
-    after it still read. `problem` is None, or the message of such a line, whose text then
-    holds U+FFFD in place of the bad bytes. Lines end at LF, CRLF or a lone CR, as
-    Python's universal newlines split them, and keep their ending (what csv expects).
+    Lines are decoded one at a time, so a byte that is not `encoding` is reported at its own
+    line and character (a text-mode file fails at the first buffer, line 1) and the lines
+    after it still read. `problem` is None, or the message of such a line (its fix for the
+    caller to finish), whose text then holds U+FFFD in place of the bad bytes. Lines end at
+    LF, CRLF or a lone CR, as Python's universal newlines split them, and keep their ending
+    (what csv expects).
     """
+    utf8 = encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig")
     try:
         handle = open(path, "rb")
     except OSError as e:
@@ -198,15 +200,16 @@ def decoded_lines(path, kind):
         for chunk in handle:
             for raw in chunk.splitlines(keepends=True):
                 number += 1
-                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                if number == 1 and utf8 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                 try:
-                    text, problem = raw.decode("utf-8"), None
+                    text, problem = raw.decode(encoding), None
                 except UnicodeDecodeError as e:
-                    character = len(raw[:e.start].decode("utf-8", "replace")) + 1
-                    text, problem = raw.decode("utf-8", "replace"), (
-                        f"{path}, line {number}, character {character} (byte {e.start + 1} of the line): not UTF-8 "
-                        f"({e.reason}, byte 0x{raw[e.start]:02x}). Re-save the file as UTF-8")
+                    character = len(raw[:e.start].decode(encoding, "replace")) + 1
+                    text, problem = raw.decode(encoding, "replace"), (
+                        f"{path}, line {number}, character {character} (byte {e.start + 1} of the line): not "
+                        f"{'UTF-8' if utf8 else encoding} ({e.reason}, byte 0x{raw[e.start]:02x}). Re-save the file as "
+                        f"{'UTF-8' if utf8 else encoding}")
                 yield number, text, problem
 
 

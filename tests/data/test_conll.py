@@ -88,6 +88,18 @@ def test_repair_skips_lines_with_a_wrong_column_count_and_counts_them(tmp_path):
     assert data.words == [["EU", "call"], ["Bob"]] and data.tags == [["B-ORG", "O"], ["B-PER"]]
 
 
+def test_bytes_not_utf8_name_their_line_or_are_skipped_with_repair(tmp_path):
+    # Read in text mode, they raised a bare codec error naming neither file nor line.
+    path = tmp_path / "eng.train"
+    path.write_bytes(b"EU NNP I-NP I-ORG\ncall NN I-NP O\n\nB\xf6b NNP I-NP I-PER\nsays VBZ I-VP O\n")
+    with pytest.raises(ValueError, match=r"eng\.train, line 4, character 2 \(byte 2 of the line\): not UTF-8.*"
+                                         r"--skip-malformed"):
+        read_conll(str(path))
+    assert read_conll(str(path), encoding="latin-1").words[1] == ["B\xf6b", "says"]
+    data = read_conll(str(path), repair=True)
+    assert data.skipped == 1 and data.words == [["EU", "call"], ["says"]]
+
+
 def test_write_conll_reads_back_with_documents(tmp_path):
     data = read_conll(_write(tmp_path, IOB1_FILE))
     path = str(tmp_path / "out.txt")
