@@ -12,11 +12,28 @@ one release, with a DeprecationWarning naming their new home.
 """
 
 import importlib as _importlib
+import importlib.util as _importlib_util
 import os as _os
+import sys as _sys
 import warnings as _warnings
 
-# The package's text and data code is TensorFlow; default the Keras backend to it.
-_os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+def _load_console():
+    """`keras_bert_zoo.utils.console` (standard library only), loaded from its file: importing it
+    by name would run `keras_bert_zoo/utils/__init__.py` first, whose modules import TensorFlow,
+    unfiltered."""
+    name = "keras_bert_zoo.utils.console"
+    if name not in _sys.modules:
+        spec = _importlib_util.spec_from_file_location(name, _os.path.join(_os.path.dirname(__file__), "utils", "console.py"))
+        module = _importlib_util.module_from_spec(spec)
+        _sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return _sys.modules[name]
+
+
+# The package's text and data code is TensorFlow; the Keras backend defaults to it. TensorFlow is
+# imported here first, without its start-up noise on stderr (see utils/console.py).
+_load_console().import_tensorflow_quietly()
 
 from keras_bert_zoo import layers, text, utils, weights  # noqa: E402
 from keras_bert_zoo import data, metrics, presets, training  # noqa: E402
@@ -58,6 +75,7 @@ from keras_bert_zoo.training.resumable_fit import fit_resumable  # noqa: E402
 from keras_bert_zoo import moved_modules as _moved_modules  # noqa: E402
 
 _moved_modules.install()  # the old module paths, one more release
+utils.console = _sys.modules["keras_bert_zoo.utils.console"]  # loaded by file above: a submodule like the others
 
 __version__ = "0.1.0"
 
@@ -97,8 +115,9 @@ def __getattr__(name):
 
 
 def __dir__():
-    public = {name for name in globals() if not name.startswith("_") or name.startswith("__")}
-    return sorted(public | set(_LAZY))
+    # The public API and the module's dunders only: not the submodules the import system binds
+    # here as it loads them (`moved_modules`), nor this file's own helpers and imports.
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})
 
 
 __all__ = [

@@ -122,6 +122,47 @@ def test_dir_shows_no_import_plumbing():
     assert {"tune", "run_tuning"} <= set(names)
 
 
+def test_dir_is_the_public_api_and_no_module_it_loaded():
+    """Submodules the import system binds as it loads them (`moved_modules`) and this package's
+    helpers are no names a user types: `dir()` is `__all__` and the dunders."""
+    names = set(dir(keras_bert_zoo))
+    assert {n for n in names if not n.startswith("__")} == set(keras_bert_zoo.__all__), sorted(
+        {n for n in names if not n.startswith("__")} ^ set(keras_bert_zoo.__all__))
+
+
+def _import_in_a_subprocess(code, **env):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environ = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # the package's default
+    environ.update(PYTHONPATH=root, **env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=300)
+
+
+STARTUP_NOISE = re.compile(r"cuInit|InitializeLog|cudart|cuda drivers|oneDNN custom operations")
+
+
+def test_import_prints_no_tensorflow_startup_noise_but_real_errors_show():
+    """A line TensorFlow's import writes that is not start-up noise (here one written while Keras
+    loads) still reaches stderr, and so does an error after the import."""
+    code = ("import builtins, os\n"
+            "real_import = builtins.__import__\n"
+            "def spy(name, *args, **kwargs):\n"
+            "    if name == 'keras' and not getattr(spy, 'done', False):\n"
+            "        spy.done = True\n"
+            "        os.write(2, b'E0000 00:00:1.0 1 op_kernel.cc:1] a real error during the import\\n')\n"
+            "    return real_import(name, *args, **kwargs)\n"
+            "builtins.__import__ = spy\n"
+            "import keras_bert_zoo\n"
+            "builtins.__import__ = real_import\n"
+            "import tensorflow as tf\n"
+            "tf.io.read_file('/no/such/file/for/kbz')\n")
+    proc = _import_in_a_subprocess(code)
+    assert proc.returncode == 1
+    noise = [line for line in proc.stderr.splitlines() if STARTUP_NOISE.search(line)]
+    assert not noise, noise
+    assert "a real error during the import" in proc.stderr
+    assert "NotFoundError" in proc.stderr and "/no/such/file/for/kbz" in proc.stderr
+
+
 def test_star_import_binds_exactly_all():
     namespace = {}
     exec("from keras_bert_zoo import *", namespace)
