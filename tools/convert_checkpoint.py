@@ -97,6 +97,13 @@ def convert(source, target, to, overwrite=False, verify=True):
 def main(argv=None):
     args = parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # After the arguments (--help answers at once), TensorFlow as every tool imports it: without
+    # its start-up banner and no-CUDA lines, and with its known harmless runtime lines filtered.
+    # This tool used to leave that to `convert`'s first package import, which printed the banner
+    # once per TensorFlow shared library.
+    from tools._startup import import_tensorflow  # lazy: TensorFlow only once the arguments parse
+
+    import_tensorflow()
     print(convert(args.source, args.target, args.to, overwrite=args.overwrite, verify=not args.no_verify))
 
 

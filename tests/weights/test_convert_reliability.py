@@ -86,3 +86,20 @@ def test_r29_help_does_not_import_tensorflow():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
     assert "--overwrite" in out and "--no-verify" in out and "IMPORTED []" in out
+
+
+STARTUP_NOISE = ("InitializeLog", "cuInit", "cudart", "cuda drivers", "oneDNN custom operations")
+
+
+def test_a_normal_run_prints_no_tensorflow_startup_noise(tmp_path):
+    """A conversion of a tiny Google checkpoint: stdout is the summary line, stderr holds no
+    absl banner, no-CUDA or oneDNN line (each used to come twice, once per TF library)."""
+    google = tmp_path / "google"
+    convert_checkpoint.main([lib.fixture_dir("gelu"), str(google), "--to", "google"])
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user runs it
+    proc = subprocess.run([sys.executable, "tools/convert_checkpoint.py", str(google), str(tmp_path / "hf"), "--to", "hf"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "(google, " in proc.stdout and "-> " in proc.stdout
+    noise = [line for line in proc.stderr.splitlines() if any(word in line for word in STARTUP_NOISE)]
+    assert not noise, noise
