@@ -8,7 +8,7 @@ flag fails before anything is read, built or written, naming the flag.
 import dataclasses
 import os
 
-from keras_bert_zoo.data.glue import GLUE_TASKS
+from keras_bert_zoo.data.glue import GLUE_TASKS, glue_format
 from keras_bert_zoo.text.span_windows import RULES
 from keras_bert_zoo.training.distribute import STRATEGIES
 from keras_bert_zoo.utils.precision import resolve_precision
@@ -22,6 +22,16 @@ FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_fo
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 PRECISION_CHOICES = ("auto",) + PRECISIONS  # "auto": keras_bert_zoo.utils.precision.auto_precision()
 TFDS_PREFIX = "tfds:"  # `--train-file tfds:train`: the task's GLUE split from tensorflow-datasets
+# The recipe a flag left out takes: (epochs, batch_size, learning_rate). The paper's for GLUE, SWAG and
+# SQuAD. CoNLL's from docs/ner.md: on 2,000 sentences the paper's 3 epochs at batch 32 (~190 steps) stayed
+# at the all-O class prior (F1 0.000); 5 epochs at batch 16 and 1e-4 left it (F1 0.423). The
+# feature-based tagger trains with Adam on frozen features: Table 7's 10 epochs, batch 32, 1e-3.
+RECIPE = (3, 32, 5e-5)
+TASK_RECIPES = {"conll2003": (5, 16, 1e-4), "conll2003/feature_based": (10, 32, 1e-3)}
+# Special tokens around the text of one input: [CLS] a [SEP], or [CLS] a [SEP] b [SEP] for a pair
+# (GLUE's pair tasks; SWAG: context and ending). A window needs them plus one token of each text.
+PAIR_TASKS = tuple(t for t in GLUE_TASKS if len(glue_format(t).text_columns) == 2) + ("swag",)
+SQUAD_QUERY_LENGTH = 64  # SpanExtractorPreprocessor's max_query_length when the flag is left out
 
 
 def flag(field):
@@ -62,9 +72,10 @@ class FinetuningConfig:
     output_dir: str  # results.json, dev_predictions.tsv, preset/, GLUE's submission file
     test_file: str = None  # unlabelled test set: GLUE's submission file (SWAG: test_predictions.tsv)
     dev_mismatched_file: str = None  # MNLI only: the mismatched dev set, scored too
-    epochs: int = 3  # passes over the training data
-    batch_size: int = 32  # global batch size (summed over replicas)
-    learning_rate: float = 5e-5  # peak learning rate (the paper's grid: 5e-5, 4e-5, 3e-5, 2e-5)
+    # None: the task's recipe (`TASK_RECIPES`, else `RECIPE`: 3 epochs, batch 32, 5e-5), filled in once.
+    epochs: int = None  # passes over the training data
+    batch_size: int = None  # global batch size (summed over replicas)
+    learning_rate: float = None  # peak learning rate (the paper's grid: 5e-5, 4e-5, 3e-5, 2e-5)
     warmup_ratio: float = 0.1  # share of the run's steps with linear warm-up (then linear decay to 0)
     dropout: float = None  # dropout of the backbone and the task's head (None: the preset's; the paper's 0.1)
     sequence_length: int = None  # tokens per input, [CLS]/[SEP] included (None: 128; SQuAD 384, windowed)
@@ -98,6 +109,10 @@ class FinetuningConfig:
             raise ValueError(f"{flag('task')}: unknown task. Received: task={self.task!r}. Use one of {TASKS}.")
         if self.sequence_length is None:  # frozen: the task's default is filled in once, here
             object.__setattr__(self, "sequence_length", 384 if self.task in SQUAD_TASKS else 128)
+        recipe_key = self.task + ("/feature_based" if self.feature_based is not None else "")
+        for name, value in zip(("epochs", "batch_size", "learning_rate"), TASK_RECIPES.get(recipe_key, RECIPE)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         for name in ("epochs", "batch_size", "sequence_length"):
             self._check_int(name, minimum=1)
         self._check_int("seed", minimum=0)
@@ -143,6 +158,7 @@ class FinetuningConfig:
                 raise ValueError(f"{flag('lstm_units')} sizes the feature-based tagger; give --feature-based too. "
                                  f"Received: lstm_units={self.lstm_units!r}.")
             self._check_int("lstm_units", minimum=1)
+        self._check_sequence_length()
         if self.dev_mismatched_file is not None and self.task != "mnli":
             raise ValueError(f"{flag('dev_mismatched_file')} is MNLI's. Received it with task={self.task!r}.")
         for name in ("train_file", "dev_file", "test_file", "dev_mismatched_file"):
@@ -158,6 +174,31 @@ class FinetuningConfig:
         value = getattr(self, name)
         if not _is_int(value) or value < minimum:
             raise ValueError(f"{flag(name)} must be an integer >= {minimum}. Received: {name}={value!r}.")
+
+    def _check_sequence_length(self):
+        """Refuses a length that leaves no text in a window: every row would be cut to its specials."""
+        length = self.sequence_length
+        if self.task in SQUAD_TASKS:
+            query = self.max_query_length or SQUAD_QUERY_LENGTH
+            if length <= query + 3:
+                raise ValueError(
+                    f"{flag('sequence_length')} must exceed the question's tokens + 3 ([CLS] and two [SEP]) so a "
+                    f"window holds context: {flag('max_query_length')} is {query}, so at least {query + 4}. "
+                    f"Received: sequence_length={length}. Raise it (SQuAD's default 384) or lower "
+                    f"{flag('max_query_length')}.")
+            if self.rules == "hf_pipeline" and self.doc_stride is not None and self.doc_stride >= length - query - 3:
+                raise ValueError(
+                    f"{flag('doc_stride')}: with --rules hf_pipeline it is the overlap of consecutive windows and "
+                    f"must be less than the context tokens a window holds, {flag('sequence_length')} - "
+                    f"{flag('max_query_length')} - 3 = {length - query - 3}. Received: doc_stride={self.doc_stride}.")
+            return
+        pair = self.task in PAIR_TASKS
+        minimum = 5 if pair else 3
+        if length < minimum:
+            shape = "[CLS] a [SEP] b [SEP] plus one token of each text" if pair else "[CLS] text [SEP] plus one token"
+            raise ValueError(f"{flag('sequence_length')} must be at least {minimum} for task={self.task!r}: an input "
+                             f"is {shape}, so a shorter one cuts every row to nothing. Received: "
+                             f"sequence_length={length}. Leave it out for the default 128.")
 
     def _check_source(self, name):
         value = getattr(self, name)

@@ -6,8 +6,12 @@ whole dev set with the official metrics after every epoch (`GlueDevMetrics`), an
 `output_dir`:
 
 - `results.json`: `{"task", "dev": {metric: value}, "dev_per_epoch", "train_examples",
-  "seconds", "train_seconds", "train_examples_per_second", ...}` (written last);
-- `dev_predictions.tsv`: `index<TAB>prediction<TAB>label` per dev row (MNLI: also
+  "dev_examples", "seconds", "train_seconds", "train_examples_per_second", ...}` and what
+  `results_file.run_record` adds (the resolved config, the files' rows, skips and sha256, the
+  majority-class baseline, versions, warnings; written last);
+- `dev_predictions.tsv`: `index<TAB>prediction<TAB>label` per dev row, then the probability of
+  each class (`probability_<label>`; SWAG: of each ending; STS-B has its score only); `index`
+  is the file's own row id, kept when `--skip-malformed` drops a row before it (MNLI: also
   `dev_mismatched_predictions.tsv`);
 - `preset/`: the fine-tuned task, which `BertClassifier.from_preset` reloads;
 - GLUE's submission file for `test_file` (e.g. `CoLA.tsv`; SWAG: `test_predictions.tsv`);
@@ -26,6 +30,8 @@ from keras_bert_zoo.data.glue_tfds import load_glue_tfds
 from keras_bert_zoo.data.swag import read_swag
 from keras_bert_zoo.finetuning.config import TFDS_PREFIX, flag
 from keras_bert_zoo.finetuning.kind import TaskKind, per_second
+from keras_bert_zoo.finetuning.results_file import file_record
+from keras_bert_zoo.metrics.baselines import glue_baseline
 from keras_bert_zoo.metrics.glue import TASK_METRICS, glue_metrics
 from keras_bert_zoo.metrics.glue_dev_metrics import GlueDevMetrics
 from keras_bert_zoo.models.bert_classifier import BertClassifier
@@ -46,8 +52,11 @@ def head(x, n):
     return tuple(column[:n] for column in x) if isinstance(x, tuple) else x[:n]
 
 
-def read_glue_data(config, name, labelled):
-    """`(x, y, ids)` of the data field `name` (a GLUE/SWAG file or a tfds split)."""
+def read_glue_data(config, name, labelled, skipped=None):
+    """`(x, y, ids)` of the data field `name` (a GLUE/SWAG file or a tfds split); `ids` are the
+    file's own (its id column, else the row's place among its data rows, dropped rows counted).
+    With a `skipped` list, `(line number, message)` of each row `--skip-malformed` dropped is
+    appended to it (a tfds split drops none)."""
     source = getattr(config, name)
     errors = "skip" if config.skip_malformed else "raise"
     try:
@@ -55,10 +64,9 @@ def read_glue_data(config, name, labelled):
             x, y = load_glue_tfds(f"glue/{config.task}", source[len(TFDS_PREFIX):], config.tfds_data_dir)
             ids = [str(i) for i in range(num_rows(x))]
         elif config.task == "swag":
-            x, y = read_swag(source, errors=errors)
-            ids = [str(i) for i in range(num_rows(x))]
+            x, y, ids = read_swag(source, errors=errors, with_ids=True, skipped=skipped)
         else:
-            x, y, ids = read_glue(config.task, source, errors=errors, with_ids=True)
+            x, y, ids = read_glue(config.task, source, errors=errors, with_ids=True, skipped=skipped)
     except ValueError as e:
         raise ValueError(f"{flag(name)}: {e}") from e
     if labelled and y is None:
@@ -78,12 +86,29 @@ def answers(task, values):
     return [names[i] if names else str(i) for i in ids]
 
 
+def probabilities(outputs):
+    """Softmax of the logits `outputs` (rows, classes), in float64 (no overflow for large logits)."""
+    logits = np.asarray(outputs, "float64")
+    exp = np.exp(logits - logits.max(-1, keepdims=True))
+    return exp / exp.sum(-1, keepdims=True)
+
+
 def write_predictions(path, task, ids, outputs, y=None):
-    """`index<TAB>prediction[<TAB>label]` per row, a header first."""
+    """`index<TAB>prediction[<TAB>label]` per row, then each class's probability
+    (`probability_<label>`; SWAG: `probability_<ending>`; STS-B: none, its score is the
+    prediction), a header first."""
     predictions = answers(task, outputs)
     gold = [""] * len(ids) if y is None else answers(task, y)
-    header = "index\tprediction" + ("" if y is None else "\tlabel")
-    rows = [f"{i}\t{p}" + ("" if y is None else f"\t{g}") for i, p, g in zip(ids, predictions, gold)]
+    outputs = np.asarray(outputs)
+    if task == "stsb" or outputs.ndim != 2:
+        names, table = [], np.zeros((len(ids), 0))
+    else:
+        names, table = glue_labels(task) if task != "swag" else None, probabilities(outputs)
+        names = names or [str(i) for i in range(table.shape[1])]
+    header = "\t".join(["index", "prediction"] + ([] if y is None else ["label"])
+                       + [f"probability_{name}" for name in names])
+    rows = ["\t".join([str(i), p] + ([] if y is None else [g]) + [f"{v:.6f}" for v in values])
+            for i, p, g, values in zip(ids, predictions, gold, table)]
     atomic_write_text(path, "\n".join([header] + rows) + "\n")
 
 
@@ -137,16 +162,25 @@ class GlueKind(TaskKind):
         task = self.config.task
         return ("text_a", "text_b") if task in GLUE_TASKS and len(glue_format(task).text_columns) == 2 else None
 
+    def read_file(self, name, labelled):
+        """`read_glue_data` of the field `name`, its rows and skips kept for results.json."""
+        skipped = []
+        x, y, ids = read_glue_data(self.config, name, labelled, skipped=skipped)
+        self.files[name] = file_record(self.config, name, "rows", num_rows(x), skipped=len(skipped),
+                                       skipped_lines=[line for line, _ in skipped[:20]])
+        return x, y, ids
+
     def read(self):
         c = self.config
-        x, y, _ = read_glue_data(c, "train_file", labelled=True)
+        x, y, _ = self.read_file("train_file", labelled=True)
         if c.max_train_examples is not None:
             x, y = head(x, c.max_train_examples), y[: c.max_train_examples]
+            self.files["train_file"]["used"] = num_rows(x)
         self.train = (x, y)
-        self.dev_sets = {"dev": read_glue_data(c, "dev_file", labelled=True)}
+        self.dev_sets = {"dev": self.read_file("dev_file", labelled=True)}
         if c.dev_mismatched_file is not None:
-            self.dev_sets["dev_mismatched"] = read_glue_data(c, "dev_mismatched_file", labelled=True)
-        self.test = read_glue_data(c, "test_file", labelled=False) if c.test_file is not None else None
+            self.dev_sets["dev_mismatched"] = self.read_file("dev_mismatched_file", labelled=True)
+        self.test = self.read_file("test_file", labelled=False) if c.test_file is not None else None
         self.dev = self.dev_sets["dev"][:2]
         return self.train, self.dev
 
@@ -201,4 +235,12 @@ class GlueKind(TaskKind):
                 write_glue_submission(c.task, c.output_dir, ids, outputs, mismatched=mismatched)
 
     def results(self, task, train_seconds, start, export_dir):
-        return glue_results(self.config, self.callbacks, num_rows(self.train[0]), train_seconds, start, export_dir)
+        c = self.config
+        results = glue_results(c, self.callbacks, num_rows(self.train[0]), train_seconds, start, export_dir)
+        for name, (x, _, _) in self.dev_sets.items():
+            results[f"{name}_examples"] = num_rows(x)
+        y = self.dev[1]
+        baseline = glue_baseline(c.task, y, glue_labels(c.task) if c.task != "swag" else None)
+        baseline["dev"] = finite(baseline["dev"])
+        unit = {"stsb": "score", "swag": "choice"}.get(c.task, "class")
+        return self.record(task, results, baseline, answers(c.task, self.callbacks["dev"].predictions), unit=unit)

@@ -28,6 +28,7 @@ import time
 import warnings
 
 from keras_bert_zoo.finetuning.config import flag
+from keras_bert_zoo.finetuning.results_file import run_record
 from keras_bert_zoo.presets.config import CASED_SHARE, preset_lowercase
 from keras_bert_zoo.presets.loading import get_preset_vocabulary
 from keras_bert_zoo.presets.task import preprocessor_settings
@@ -100,9 +101,16 @@ def export_finetuned(task, config, text_inputs=None):
 
 def write_results(config, results, label=None):
     """Writes `results` as `output_dir/results.json` (a run's last file) and logs its dev metrics
-    after `label` (default "Fine-tuned <task>")."""
+    after `label` (default "Fine-tuned <task>").
+    With `results["warnings"]` (e.g. every dev prediction one class) the line says them and is
+    logged as a warning, so it reaches stderr without any logging set up."""
     atomic_write_json(os.path.join(config.output_dir, "results.json"), results)
-    logger.info("%s: dev %s", label or f"Fine-tuned {config.task}", results["dev"])
+    line = f"{label or f'Fine-tuned {config.task}'}: dev {results['dev']}"
+    notes = results.get("warnings") or []
+    if notes:
+        logger.warning("%s; %s", line, "; ".join(notes))
+    else:
+        logger.info("%s", line)
     return results
 
 
@@ -130,6 +138,7 @@ class TaskKind:
         self.config, self.lowercase, self.detected = config, lowercase, detected
         self.default_objective = self.objective_for(config.task)
         self.train = self.dev = None
+        self.files = {}  # data field -> its results.json "data" entry (`file_record`), filled by `read`
 
     @classmethod
     def objective_for(cls, task):
@@ -160,6 +169,14 @@ class TaskKind:
     def results(self, task, train_seconds, start, export_dir):
         """`results.json`'s contents."""
         raise NotImplementedError
+
+    def record(self, task, results, baseline, predicted, unit="class", one_class=True, **resolved):
+        """`results` with what every results.json holds (`results_file.run_record`): the resolved
+        config (the settled casing and the backbone's dropout filled in), `self.files`, the baseline,
+        the dev predictions' counts and a warning where they are all one `unit`."""
+        dropout = getattr(getattr(task, "backbone", None), "dropout", None)
+        return run_record(results, self.config, self.files, baseline, predicted, unit=unit, one_class=one_class,
+                          lowercase=self.lowercase, dropout=dropout, **resolved)
 
     def check_searchable(self):
         """Raises ValueError where the config asks for what the search does not search."""

@@ -9,8 +9,12 @@ the official script's `best_f1_thresh`) and writes into `output_dir`:
 - `results.json`: `{"task", "dev": {"exact_match", "f1"}` (v1.1) or `{"exact", "f1",
   "HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"}` (v2.0), `"train_examples"`
   (questions), `"train_windows"`, `"train_windows_per_second"`, `"dev_windows"`,
-  `"predict_windows_per_second"`, `"predict_questions_per_second"`, `"seconds"`, ...};
+  `"predict_windows_per_second"`, `"predict_questions_per_second"`, `"seconds"`, ...}
+  and what `results_file.run_record` adds (the resolved config and window settings, the files'
+  questions, skipped answers and sha256, the empty-answer baseline, versions, warnings);
 - `predictions.json`: the official format `{question id: answer text}` ("" = no answer);
+- `null_odds.json` (v2.0): `{question id: null score minus best span score}`, the official
+  script's `--na-prob-file` (an answer is "" where it exceeds `best_f1_thresh`);
 - `preset/`: the fine-tuned task (window settings and the tuned threshold included),
   which `BertSpanExtractor.from_preset` reloads.
 """
@@ -22,6 +26,8 @@ import time
 from keras_bert_zoo.data.squad import SquadData, load_squad_tfds, read_squad
 from keras_bert_zoo.finetuning.config import TFDS_PREFIX, flag
 from keras_bert_zoo.finetuning.kind import TaskKind, per_second
+from keras_bert_zoo.finetuning.results_file import file_record
+from keras_bert_zoo.metrics.baselines import empty_answer_baseline
 from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 from keras_bert_zoo.utils.files import atomic_write_json
 
@@ -101,15 +107,25 @@ class SquadKind(TaskKind):
         self.version = VERSIONS[config.task]
         self.objectives = (("exact_match", "f1") if self.version == "v1.1" else
                            ("exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1"))
-        self.train_data = self.metrics = self.predictions = None
+        self.train_data = self.metrics = self.predictions = self.null_odds = None
         self.predict_seconds, self.train_windows, self.dev_windows = 0.0, 0, 0
 
+    def read_file(self, name):
+        """`read_squad_data` of the field `name`; its questions, the questions `--skip-malformed` dropped
+        and the misaligned answers it dropped kept for results.json."""
+        data = read_squad_data(self.config, name)
+        self.files[name] = file_record(self.config, name, "questions", len(data), skipped=len(data.dropped),
+                                       skipped_ids=[str(where) for where, _ in data.dropped[:20]],
+                                       skipped_answers=data.skipped)
+        return data
+
     def read(self):
-        train = read_squad_data(self.config, "train_file")
+        train = self.read_file("train_file")
         if self.config.max_train_examples is not None:
             train = first_questions(train, self.config.max_train_examples)
+            self.files["train_file"]["used"] = len(train)
         self.train_data, self.train = train, (train.x, train.y)
-        self.dev = read_squad_data(self.config, "dev_file")
+        self.dev = self.read_file("dev_file")
         return self.train, self.dev
 
     def build(self, learning_rate, seed=None):
@@ -135,6 +151,7 @@ class SquadKind(TaskKind):
             metrics, predictions = task.squad_metrics(self.dev, self.version, answers=answers)
             metrics = {**{key: metrics.get(key) for key in V2_KEYS}, **tuned}
         self.metrics, self.predictions = metrics, predictions
+        self.null_odds = {qid: float(v) for qid, v in zip(self.dev.ids, answers["score_diff"])}
         self.predict_seconds = time.perf_counter() - start
         return metrics, predictions
 
@@ -152,6 +169,8 @@ class SquadKind(TaskKind):
 
     def write(self, task):
         atomic_write_json(os.path.join(self.config.output_dir, "predictions.json"), self.predictions)
+        if self.version == "v2.0":
+            atomic_write_json(os.path.join(self.config.output_dir, "null_odds.json"), self.null_odds)
         self.save_preset(task)
 
     def fit(self, task):
@@ -184,4 +203,10 @@ class SquadKind(TaskKind):
         }
         if export_dir is not None:
             results["export_dir"] = export_dir
-        return results
+        baseline = empty_answer_baseline(dev.gold_answers(), self.version)
+        kinds = ["no answer" if not text else "a span" for text in self.predictions.values()]
+        # v1.1 always answers with a span: one kind of answer there says nothing.
+        return self.record(task, results, baseline, kinds, unit="", one_class=self.version == "v2.0",
+                           doc_stride=task.preprocessor.doc_stride,
+                           max_query_length=task.preprocessor.max_query_length,
+                           max_answer_length=task.max_answer_length, rules=task.rules)

@@ -12,7 +12,9 @@ set is scored at entity level (conlleval's counting) after every epoch. Writes i
 - `results.json`: `{"task", "preset", "mode", "feature", "labels", "dev": {"precision",
   "recall", "f1"}, "dev_per_type": {type: {...}}, "dev_per_epoch", "train_examples",
   "train_tokens", "train_seconds", "train_tokens_per_second", "predict_tokens_per_second",
-  "seconds", ...}` (written last; tokens are the non-padding word pieces of the windows);
+  "seconds", ...}` and what `results_file.run_record` adds (the resolved config, the files'
+  sentences, skipped lines, repaired tags and sha256, the all-O baseline, versions, warnings;
+  written last; tokens are the non-padding word pieces of the windows);
 - `dev_predictions.conll`: `word gold predicted` per line, a blank line between sentences;
 - `preset/`: the trained task; `BertTokenClassifier.from_preset` (or
   `BertFeatureExtractor.from_preset`) reloads it with its labels and window settings.
@@ -27,6 +29,8 @@ import numpy as np
 from keras_bert_zoo.data.conll import conll_inputs, conll_labels, load_conll2003_tfds, read_conll
 from keras_bert_zoo.finetuning.config import TAGGING_TASKS, TFDS_PREFIX, flag
 from keras_bert_zoo.finetuning.kind import TaskKind, per_second
+from keras_bert_zoo.finetuning.results_file import file_record
+from keras_bert_zoo.metrics.baselines import all_o_baseline
 from keras_bert_zoo.metrics.tagging import entity_scores
 from keras_bert_zoo.metrics.tagging_dev_metrics import TaggingDevMetrics
 from keras_bert_zoo.models.bert_feature_extractor import BertFeatureExtractor
@@ -93,9 +97,14 @@ class TaggingKind(TaskKind):
         c = self.config
         train = read_tagging_data(c, "train_file")
         dev = read_tagging_data(c, "dev_file")
+        for name, data in (("train_file", train), ("dev_file", dev)):
+            self.files[name] = file_record(c, name, "sentences", len(data.words), skipped=data.skipped,
+                                           skipped_unit="lines with a wrong column count (--skip-malformed)",
+                                           repaired_tags=data.repaired)
         if c.max_train_examples is not None:
             n = c.max_train_examples
             train = train._replace(words=train.words[:n], tags=train.tags[:n], document_ids=train.document_ids[:n])
+            self.files["train_file"]["used"] = len(train.words)
         self.labels = conll_labels(train.tags)
         if len(self.labels) < 2:
             raise ValueError(f"{flag('train_file')}: {c.train_file!r} has no entity tags (only 'O'); "
@@ -177,7 +186,9 @@ class TaggingKind(TaskKind):
         }
         if export_dir is not None:
             results["export_dir"] = export_dir
-        return results
+        predicted = [tag for sentence in callback.predictions for tag in sentence]
+        return self.record(task, results, all_o_baseline(self.dev_data.tags), predicted, unit="class",
+                           lstm_units=(c.lstm_units or 768) if c.feature_based else None)
 
     def summary_label(self, results):
         return f"NER {results['mode']}"

@@ -1,6 +1,7 @@
 """tools/finetune.py end to end on tiny fixture files and a tiny preset; flags refused early."""
 
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -52,25 +53,51 @@ def test_sst2_run_writes_results_predictions_preset_and_submission(tmp_path, pre
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
     train, dev, test = _sst2(tmp_path)
+    # A malformed second dev row (label "7"), dropped by --skip-malformed: counted, and the rows
+    # after it keep their own place in the file (1 is gone, not renumbered).
+    lines = open(dev, encoding="utf-8").read().splitlines(keepends=True)
+    open(dev, "w", encoding="utf-8").write("".join(lines[:2] + ["a broken row\t7\n"] + lines[2:]))
     out = str(tmp_path / "run")
     results = finetune.main(_argv("sst2", train, dev, preset, out, "--test-file", test,
-                                  "--max-train-examples", "10", "--dropout", "0.25",
+                                  "--max-train-examples", "10", "--dropout", "0.25", "--skip-malformed",
                                   "--export-dir", str(tmp_path / "served")))
     saved = json.load(open(os.path.join(out, "results.json")))
     assert saved == results and saved["task"] == "sst2" and saved["train_examples"] == 10
     assert set(saved["dev"]) == {"accuracy"} and len(saved["dev_per_epoch"]) == 1
     assert saved["seconds"] > 0 and saved["train_examples_per_second"] > 0
+    # How the run was made: every config field as used, the files, versions, what the times measure.
+    config = saved["config"]
+    assert (config["batch_size"], config["learning_rate"], config["epochs"], config["sequence_length"],
+            config["seed"], config["precision"], config["dropout"], config["max_train_examples"],
+            config["lowercase"], config["warmup_ratio"]) == (4, 1e-3, 1, 16, 1, "float32", 0.25, 10, True, 0.1)
+    assert saved["precision"] == "float32" and saved["dev_examples"] == 4
+    assert saved["data"]["dev_file"]["skipped"] == 1 and saved["data"]["dev_file"]["skipped_lines"] == [3]
+    assert saved["data"]["dev_file"]["read"] == 4 and saved["data"]["test_file"]["read"] == 2
+    assert (saved["data"]["train_file"]["read"], saved["data"]["train_file"]["used"]) == (12, 10)
+    assert saved["data"]["train_file"]["sha256"] == hashlib.sha256(open(train, "rb").read()).hexdigest()
+    assert set(saved["versions"]) == {"keras_bert_zoo", "tensorflow", "keras", "python"}
+    assert {"seconds", "train_seconds", "train_examples_per_second"} <= set(saved["time_keys"])
     with open(os.path.join(out, "dev_predictions.tsv")) as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
+    assert [r["index"] for r in rows] == ["0", "2", "3", "4"]
     assert [r["label"] for r in rows] == ["positive", "positive", "negative", "negative"]
     accuracy = np.mean([r["prediction"] == r["label"] for r in rows])
     assert saved["dev"]["accuracy"] == pytest.approx(accuracy)
+    # The baseline: the dev set's majority class (a tie: the first label id), by the same accuracy.
+    assert saved["baseline"]["dev"] == {"accuracy": 0.5} and "'negative'" in saved["baseline"]["predicts"]
+    predicted = [r["prediction"] for r in rows]
+    assert saved["dev_predictions"]["count"] == 4 and saved["dev_predictions"]["distinct"] == len(set(predicted))
+    assert bool(saved["warnings"]) == (len(set(predicted)) == 1)
+    # Each class's probability, as the served model gives them.
+    dev_probabilities = np.array([[float(r["probability_negative"]), float(r["probability_positive"])] for r in rows])
+    np.testing.assert_allclose(dev_probabilities.sum(-1), 1.0, atol=1e-5)
+    assert [["negative", "positive"][i] for i in dev_probabilities.argmax(-1)] == predicted
     submission = open(os.path.join(out, "SST-2.tsv")).read().splitlines()
     assert submission[0] == "index\tprediction" and [r.split("\t")[0] for r in submission[1:]] == ["0", "1"]
     # The preset reloads into the same classifier: its predictions are the files'.
     reloaded = BertClassifier.from_preset(os.path.join(out, "preset"))
     assert reloaded.dropout == reloaded.backbone.dropout == 0.25  # --dropout: head and backbone (preset: 0.1)
-    x = read_glue("sst2", dev)[0] + read_glue("sst2", test)[0]
+    x = read_glue("sst2", dev, errors="skip")[0] + read_glue("sst2", test)[0]
     class_ids = reloaded.predict(x, verbose=0).argmax(-1)
     assert [reloaded.labels[i] for i in class_ids[:4]] == [r["prediction"] for r in rows]
     assert [r.split("\t")[1] for r in submission[1:]] == [str(i) for i in class_ids[4:]]
@@ -81,6 +108,7 @@ def test_sst2_run_writes_results_predictions_preset_and_submission(tmp_path, pre
     logits = reloaded.predict(x[:4], verbose=0)
     probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-5)
+    np.testing.assert_allclose(dev_probabilities, probabilities, atol=1e-5)
 
 
 def test_mnli_pairs_score_matched_and_mismatched_dev_sets(tmp_path, preset):
