@@ -114,6 +114,18 @@ def _check_outputs(out, results, dev, model_cls):
     scores = entity_scores(gold.tags, predicted)
     assert results["dev"] == {k: scores[k] for k in ("precision", "recall", "f1")}
     assert results["dev_per_type"] == json.loads(json.dumps(scores["per_type"]))
+    # How it was made and what it compares with: the config as used, the files, the all-O baseline.
+    assert (results["config"]["batch_size"], results["config"]["epochs"], results["config"]["sequence_length"],
+            results["config"]["lowercase"]) == (2, 2, 16, True)
+    assert (results["data"]["train_file"]["read"], results["data"]["dev_file"]["read"]) == (4, 3)
+    assert results["data"]["dev_file"]["skipped"] == 0 and results["data"]["dev_file"]["repaired_tags"] == 0
+    assert results["baseline"]["dev"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+    tags = [tag for sentence in predicted for tag in sentence]
+    assert results["dev_predictions"]["count"] == len(tags) and results["dev_predictions"]["distinct"] == len(set(tags))
+    if len(set(tags)) == 1:
+        assert results["warnings"][0].startswith(f"all {len(tags)} dev predictions are class {tags[0]!r}")
+    else:
+        assert results["warnings"] == []
     reloaded = model_cls.from_preset(os.path.join(out, "preset"))
     assert reloaded.labels == results["labels"] and reloaded.preprocessor.sequence_length == 16
     assert reloaded.predict_tags([" ".join(w) for w in gold.words]) == predicted

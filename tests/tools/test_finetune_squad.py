@@ -115,6 +115,12 @@ def test_squad1_run_writes_official_predictions_metrics_and_a_preset_that_reload
     assert answers["answer_text"].tolist() == list(predictions.values())
     assert (task.preprocessor.sequence_length, task.preprocessor.doc_stride, task.preprocessor.max_query_length,
             task.max_answer_length, task.null_score_diff_threshold) == (48, 16, 12, 8, None)
+    config = results["config"]  # the settings as used: a flag left out is the task's value
+    assert (config["sequence_length"], config["doc_stride"], config["max_query_length"], config["max_answer_length"],
+            config["rules"], config["batch_size"], config["seed"]) == (48, 16, 12, 8, "original", 4, 1)
+    assert results["data"]["dev_file"]["read"] == 5 and results["data"]["train_file"]["used"] == 8
+    assert results["baseline"]["dev"] == {"exact_match": 0.0, "f1": 0.0}  # the empty answer, by v1.1's rules
+    assert results["warnings"] == []  # v1.1 always answers: one kind of answer is no warning
     assert task.backbone.dropout == 0.2  # --dropout (the preset's: 0.1)
 
 
@@ -140,6 +146,15 @@ def test_squad2_run_tunes_the_null_threshold_and_the_preset_keeps_it(tmp_path, p
     official = squad_v2_metrics(predictions, dev.gold_answers(), na, na_prob_thresh=threshold)
     assert {k: results["dev"][k] for k in ("exact", "f1", "HasAns_f1", "NoAns_f1")} == {
         k: official[k] for k in ("exact", "f1", "HasAns_f1", "NoAns_f1")}
+    # The null odds, as the official script's --na-prob-file takes them; the empty-answer baseline.
+    null_odds = json.load(open(os.path.join(out, "null_odds.json"), encoding="utf-8"))
+    assert list(null_odds) == dev.ids
+    assert [null_odds[q] for q in dev.ids] == pytest.approx(answers["score_diff"].astype(float).tolist(), abs=1e-5)
+    baseline = squad_v2_metrics({q: "" for q in dev.ids}, dev.gold_answers())
+    assert results["baseline"]["dev"] == {k: baseline[k] for k in ("exact", "f1", "HasAns_f1", "NoAns_f1")}
+    assert results["baseline"]["dev"]["f1"] == pytest.approx(100 * 4 / 13)
+    spans = sum(1 for p in predictions.values() if p)
+    assert bool(results["warnings"]) == (spans in (0, len(predictions)))
     # The tuned threshold is the best one: its F1 is the reported best_f1.
     assert results["dev"]["f1"] == pytest.approx(results["dev"]["best_f1"])
     assert (task.preprocessor.doc_stride, task.preprocessor.max_query_length) == (16, 12)
