@@ -19,10 +19,17 @@ temporary file during the import and the device search, and passes on every line
 these: the absl banner, log lines below `TF_CPP_MIN_LOG_LEVEL`, and the "no CUDA" lines
 when no GPU was found (a CPU-only machine is a normal one). Everything else, and
 everything when the import fails, reaches stderr unchanged.
+
+`run_main(main)` is every tool's `__main__`: an expected user error (a bad flag value, a missing or
+unreadable file, a refused folder) prints one line, `<tool>: error: <message>`, and exits 2, as
+argparse does for a bad flag; the message already names the flag or file, the place and the fix,
+so the traceback would only bury it. `--debug` (or KERAS_BERT_ZOO_DEBUG=1) shows the traceback
+too; any other exception is a bug and keeps its traceback.
 """
 
 import atexit
 import contextlib
+import errno
 import os
 import re
 import sys
@@ -40,6 +47,18 @@ _LEVELS = "IWEF"
 _RUNTIME_NOISE = re.compile(rb"NodeDef mentions attribute use_unbounded_threadpool|"
                             rb"oneDNN supports DT_INT64 only on platforms with AVX-512")
 _ABSL_PREFIX = re.compile(rb"^[IWEF]\d{0,4}( [\d:.]*)?$")
+
+DEBUG_FLAG = "--debug"
+DEBUG_ENV = "KERAS_BERT_ZOO_DEBUG"
+# The user errors `run_main` prints as one line. ValueError: the package's type for a bad argument,
+# flag, file content or refused folder (its messages name them and the fix; JSON and UTF-8 decoding
+# errors are ValueErrors too, and name the file where our readers raise them). The OSErrors of a
+# path the user gave: missing, of the wrong kind, existing, not permitted. Not TypeError, KeyError
+# or any other: from a tool, whose flags argparse typed, those are bugs and keep their traceback.
+USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, FileExistsError,
+               PermissionError)
+# OSErrors of the place the user chose, not of our code: a read-only or full file system, a name too long.
+USER_ERRNOS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG)
 
 
 def startup_noise_filter(text, gpu_found, min_level):
@@ -165,3 +184,46 @@ def filter_runtime_noise():
         thread.join(timeout=5)
 
     atexit.register(drain)
+
+
+def is_user_error(error):
+    """Whether `run_main` prints `error` as one line (see `USER_ERRORS`)."""
+    return isinstance(error, USER_ERRORS) or (isinstance(error, OSError) and error.errno in USER_ERRNOS)
+
+
+def error_line(error):
+    """`error` as one line: its message (an OSError's reason and path), newlines folded."""
+    if isinstance(error, OSError) and error.strerror:
+        text = f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+    else:
+        text = str(error) or type(error).__name__
+    return " ".join(text.split())
+
+
+def run_main(main, argv=None, prog=None):
+    """Runs a tool's `main(argv)`; a user error (`is_user_error`) prints one line and exits 2.
+
+    `--debug` (anywhere in the arguments; removed before `main` sees them) or the environment
+    variable KERAS_BERT_ZOO_DEBUG=1 lets the error's traceback through as well.
+
+    Args:
+        main: callable `(argv) -> result`: the tool's `main`.
+        argv: list of str, or None for `sys.argv[1:]`.
+        prog: str. The tool's name in the error line (default: the script's file name).
+
+    Returns:
+        what `main` returned.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    argv = [arg for arg in argv if arg != DEBUG_FLAG]
+    try:
+        return main(argv)
+    except Exception as e:  # noqa: BLE001 (re-raised unless it is a user error)
+        if debug or not is_user_error(e):
+            raise
+        sys.stderr.flush()
+        sys.stderr.write(f"{prog or os.path.basename(sys.argv[0])}: error: {error_line(e)} "
+                         f"(add {DEBUG_FLAG} for the traceback)\n")
+        sys.stderr.flush()
+        sys.exit(2)

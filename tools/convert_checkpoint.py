@@ -108,4 +108,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tools._startup import run_main
+
+    run_main(main)  # a user error: one line, exit 2 (--debug: the traceback)

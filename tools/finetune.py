@@ -48,6 +48,13 @@ D/preset/ (reload with BertClassifier.from_preset(D/preset)) and GLUE's submissi
 Any task with --export-dir E also writes E/: the fine-tuned task as a SavedModel that answers raw
 strings (what tools/export.py writes from D/preset, in the run's precision; GLUE's pair tasks take
 `text_a` and `text_b`), so serving it needs no second step.
+
+Before the preset is read, the folders are checked: each must be writable, neither inside the
+other, D empty or new, E empty, new or an export. D/run_files.json lists what a run wrote; a D
+that holds a run is refused unless --overwrite is given, which removes that run's files (after
+every check, before training) and replaces an export in E. A D holding files no run recorded is
+refused even with --overwrite (they are not ours to delete). A bad flag, file or folder prints one
+line, `finetune.py: error: ...`, and exits 2 (--debug: the traceback too).
 """
 
 import argparse
@@ -56,7 +63,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tools._startup import import_tensorflow  # noqa: E402
+from tools._startup import DEBUG_FLAG, import_tensorflow, run_main  # noqa: E402
 
 TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli", "swag", "squad1", "squad2",
          "conll2003")
@@ -104,6 +111,10 @@ def build_parser():
     p.add_argument("--export-dir", help="also export the fine-tuned task here: a SavedModel that answers raw "
                    "strings (as tools/export.py writes, in the run's precision; GLUE pairs: text_a, text_b)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run already in --output-dir (the files its run_files.json lists) and an "
+                        "export in --export-dir; without it such folders are refused before anything runs")
+    p.add_argument(DEBUG_FLAG, action="store_true", help="on an error, print the traceback too")
     return p
 
 
@@ -111,7 +122,8 @@ def finetuning_config(args):
     """The `FinetuningConfig` of parsed flags: a flag left out takes the config's default."""
     from keras_bert_zoo.finetuning.config import FinetuningConfig  # lazy: TensorFlow after the flags (start-up time)
 
-    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("no_progress", "skip_malformed")}
+    skip = ("no_progress", "skip_malformed", "overwrite", "debug")
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in skip}
     return FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
 
 
@@ -122,7 +134,7 @@ def main(argv=None):
     from keras_bert_zoo.finetuning.run import run_finetuning  # lazy: TensorFlow after the flags (start-up time)
 
     config = finetuning_config(args)
-    results = run_finetuning(config)
+    results = run_finetuning(config, overwrite=args.overwrite)
     dev = " ".join(f"{k}={v:.4f}" if v is not None else f"{k}=n/a" for k, v in results["dev"].items())
     print(f"{results['task']}: dev {dev}; {results['train_examples']} training examples, "
           f"{results['train_examples_per_second']:.1f} examples/s, {results['seconds']:.1f} s in all; "
@@ -132,4 +144,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

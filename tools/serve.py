@@ -50,4 +50,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from tools._startup import run_main
+
+    sys.exit(run_main(main))  # a user error: one line, exit 2 (--debug: the traceback)

@@ -14,6 +14,7 @@ from keras_bert_zoo.data.documents import resolve_files
 from keras_bert_zoo.presets.preset_format import is_preset_dir
 from keras_bert_zoo.pretraining.phases import backbone_shape
 from keras_bert_zoo.utils import files
+from keras_bert_zoo.utils.output_dirs import check_writable, inside
 
 SETTINGS_FILE = "run_settings.json"
 # Settings a resumed run must share with the run that wrote its checkpoints: the model's
@@ -28,18 +29,6 @@ def _flag(name):
     return "--vocabulary / --preset" if name == "vocabulary_size" else "--" + name.replace("_", "-")
 
 
-def _existing_ancestor(path):
-    path = os.path.abspath(path)
-    while not os.path.lexists(path):
-        path = os.path.dirname(path)
-    return path
-
-
-def _inside(path, other):
-    path, other = os.path.abspath(path), os.path.abspath(other)
-    return path == other or path.startswith(other.rstrip(os.sep) + os.sep)
-
-
 def check_output_paths(config):
     """Refuses output paths the run could not write at its end, before anything runs.
 
@@ -48,23 +37,15 @@ def check_output_paths(config):
     """
     paths = {"output_dir": config.output_dir, "checkpoint_dir": config.checkpoint_dir, "log_dir": config.log_dir}
     for name, path in paths.items():
-        if path is None:
-            continue
-        path = os.fspath(path)
-        ancestor = _existing_ancestor(path)
-        if not os.path.isdir(ancestor):
-            what = "is an existing file" if ancestor == os.path.abspath(path) else f"is inside the file {ancestor}"
-            raise ValueError(f"`{name}` {what}, not a directory. Received: {name}={path!r}. "
-                             "Pass a directory path.")
-        if not os.access(ancestor, os.W_OK | os.X_OK):
-            raise ValueError(f"`{name}` cannot be written: {ancestor} is not writable. Received: {name}={path!r}.")
+        if path is not None:  # made, written and cleaned up by a probe (utils/output_dirs.py)
+            check_writable(path, f"`{name}`")
     out = os.fspath(config.output_dir)
     if os.path.isdir(out) and os.listdir(out) and not is_preset_dir(out):
         raise ValueError(f"`output_dir` exists and is not a keras_bert_zoo preset, so the run could not write "
                          f"its result there. Received: output_dir={out!r}. Pass a new or empty directory "
                          "(a preset directory is replaced as a whole).")
     for name in ("checkpoint_dir", "log_dir"):
-        if paths[name] is not None and (_inside(out, paths[name]) or _inside(paths[name], out)):
+        if paths[name] is not None and (inside(out, paths[name]) or inside(paths[name], out)):
             raise ValueError(f"`output_dir` and `{name}` overlap: the preset directory is replaced as a whole. "
                              f"Received: output_dir={out!r}, {name}={os.fspath(paths[name])!r}. "
                              "Pass separate directories.")
