@@ -11,6 +11,14 @@ Same flags as tools/finetune.py (its --learning-rate, --batch-size, --epochs are
 SavedModel on raw strings, keras_bert_zoo.serving.export; finetune.py's --export-dir means the same here).
 Kill it and run the same command: finished trials are not run again. Writes OUTPUT_DIR/results.md, heatmap.png, results.json and preset/
 (the best trial's model). A trial is scored by the task's official dev metric at the end of its run.
+
+A rerun resumes only the same experiment: the tuner folder's experiment.json (and results.json)
+record the task, the data files' names and sha256, every setting that changes a score, the grid,
+restarts and objective; a rerun that changes any is refused before the data is read, naming each
+change, and so is an output folder holding a fine-tuning run or files no run recorded. --overwrite
+starts a new search instead (the old search's recorded files are removed; files no run recorded
+never are). A bad flag, file or folder prints one line, `tune.py: error: ...`, and exits 2
+(--debug: the traceback too).
 """
 
 import os
@@ -18,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tools._startup import import_tensorflow  # noqa: E402
+from tools._startup import import_tensorflow, run_main  # noqa: E402
 
 from tools.finetune import build_parser as finetune_parser  # noqa: E402
 
@@ -56,11 +64,12 @@ def main(argv=None):
     if args.export_dir is not None and args.export not in (None, args.export_dir):
         parser.error("--export-dir and --export name the same thing here (the best model's export); give one.")
     export = args.export or args.export_dir  # finetune.py's flag: here, the best trial's export
-    skip = ("no_progress", "skip_malformed", "grid", "restarts", "tuner_dir", "export", "export_dir")
+    skip = ("no_progress", "skip_malformed", "grid", "restarts", "tuner_dir", "export", "export_dir", "overwrite",
+            "debug")
     given = {k: v for k, v in vars(args).items() if v is not None and k not in skip}
     config = FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
     result = run_tuning(config, grid=grid, restarts=args.restarts, tuner_dir=args.tuner_dir,
-                        export=export)
+                        export=export, overwrite=args.overwrite)
     best = result["best"]
     print(f"best: learning rate {best['learning_rate']:g}, batch {best['batch_size']}, {best['epochs']} epochs, "
           f"restart {best['restart']}: dev {result['objective']} {best[result['objective']]:.4f}; "
@@ -70,4 +79,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

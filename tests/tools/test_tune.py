@@ -156,3 +156,52 @@ def test_tune_under_mirrored_strategy_on_two_logical_cpus(polarity_files, tmp_pa
     result = json.loads([x for x in proc.stdout.splitlines() if x.startswith("RESULT ")][-1][7:])
     assert result["devices"] == 2 and 0.0 <= result["best"]["accuracy"] <= 1.0
     assert os.path.getsize(tmp_path / "mirrored" / "results.md") > 0
+
+
+def test_tune_rerun_of_another_experiment_is_refused_before_reading_naming_the_change(tmp_path, monkeypatch):
+    """Issue 45: a rerun with other training data or --sequence-length reused the old trials, and
+    results.json recorded neither. Now the tuner folder records the experiment, a rerun that
+    changes it is refused before anything is read, and --overwrite starts a new search."""
+    from keras_bert_zoo.finetuning import kind as finetuning_kind
+    from keras_bert_zoo.utils.output_dirs import read_run_record
+    from tests.tools.test_finetune import _sst2
+
+    train, dev, _ = _sst2(tmp_path)
+    preset = _tiny_preset(tmp_path)
+    out = tmp_path / "search"
+
+    def argv(length="16", train_file=train, output=out, *more):
+        return ["--task", "sst2", "--train-file", train_file, "--dev-file", dev, "--preset", preset, "--output-dir",
+                str(output), "--sequence-length", length, "--no-progress", "--grid",
+                '{"learning_rate": [1e-3], "batch_size": [4], "epochs": [1]}', *more]
+
+    result = tune.main(argv())
+    saved = json.load(open(out / "results.json"))
+    assert saved["experiment"]["sequence_length"] == 16 and saved["experiment"]["train_file"]["name"] == "sst2_train.tsv"
+    assert read_run_record(out)["tool"] == "tune" and "tuner" in read_run_record(out)["files"]
+    other_train = tmp_path / "more.tsv"
+    other_train.write_text(open(train).read() + "a fine film\t1\n")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the search read its data")
+
+    read = finetuning_kind.TaskKind.read
+    for kind in (finetuning_kind.TaskKind, *finetuning_kind.TaskKind.__subclasses__()):
+        monkeypatch.setattr(kind, "read", refuse, raising=False)
+    with pytest.raises(ValueError, match=r"holds a search of another experiment: sequence_length: 16 -> 24 \(the"):
+        tune.main(argv("24"))
+    with pytest.raises(ValueError, match=r"train_file: sst2_train.tsv \(sha256 \w+\) -> more.tsv \(sha256 \w+\)"):
+        tune.main(argv("16", str(other_train)))
+    # A fine-tuning run's folder is not a search's.
+    finetuned = tmp_path / "finetuned"
+    finetuned.mkdir()
+    (finetuned / "run_files.json").write_text(json.dumps({"tool": "finetune", "status": "complete",
+                                                          "files": ["results.json"]}))
+    (finetuned / "results.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"holds a previous finetune run \(results.json; .*--overwrite"):
+        tune.main(argv("16", train, finetuned))
+    monkeypatch.undo()
+    assert finetuning_kind.TaskKind.read is read
+    again = tune.main(argv("24", train, out, "--overwrite"))
+    assert len(again["trials"]) == 1 and again["trials"] != result["trials"]
+    assert json.load(open(out / "results.json"))["experiment"]["sequence_length"] == 24

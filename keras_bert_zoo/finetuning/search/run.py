@@ -15,6 +15,14 @@ What differs per task kind (GLUE/SWAG, SQuAD, CoNLL NER: data, task, dev metric)
 (`keras_bert_zoo.finetuning.kind.TaskKind`, picked from `finetuning.run.KINDS` as a run does).
 keras-tuner's own files go to `tuner_dir` (default `output_dir/tuner`): run the same command
 again to resume.
+
+Before the data is read, `check_search_outputs` checks the folders (`keras_bert_zoo.utils.output_dirs`):
+all writable; the export apart from both others; the tuner folder inside `output_dir` or apart
+from it. A rerun resumes only the same experiment (`search_experiment`: the task, the data files'
+names and sha256, every setting that changes a score, the grid, restarts and objective, recorded
+in the tuner folder and in results.json); a folder of another experiment, or of a fine-tuning run,
+is refused naming what differs, unless `overwrite` starts a new search (the old one's recorded
+files are removed after every check, before the first trial).
 """
 
 import os
@@ -23,10 +31,21 @@ from keras_bert_zoo.finetuning.config import FinetuningConfig
 from keras_bert_zoo.finetuning.kind import check_preset
 from keras_bert_zoo.finetuning.run import KINDS, task_kind
 from keras_bert_zoo.finetuning.search.report import write_search_report
-from keras_bert_zoo.finetuning.search.tuner import resolve_grid, tune
+from keras_bert_zoo.finetuning.search.tuner import check_tuner_dir, resolve_grid, study_experiment, tune
 from keras_bert_zoo.serving.export import export as export_saved_model
 from keras_bert_zoo.training.distribute import get_strategy
-from keras_bert_zoo.utils.files import atomic_write_json
+from keras_bert_zoo.utils.files import atomic_write_json, sha256_file
+from keras_bert_zoo.utils.output_dirs import (check_export_dir, check_run_dir, check_separate, claim_run_dir,
+                                              finish_run_dir, inside)
+
+TOOL = "tune"  # the run record's tool
+# The `FinetuningConfig` fields that change a trial's score, besides the grid's own (learning rate,
+# batch size, epochs) and the data files (hashed). Not `strategy` or `progress`: a search may
+# resume on other hardware or quietly.
+SCORE_SETTINGS = ("task", "preset", "lowercase", "sequence_length", "doc_stride", "max_query_length",
+                  "max_answer_length", "rules", "feature_based", "lstm_units", "max_train_examples", "warmup_ratio",
+                  "dropout", "precision", "seed", "skip_malformed", "tfds_data_dir")
+DATA_FILES = ("train_file", "dev_file")  # what a trial trains on and is scored on
 
 
 def task_objective(task):
@@ -34,7 +53,42 @@ def task_objective(task):
     return KINDS[task].objective_for(task)
 
 
-def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None, export=None):
+def search_experiment(config):
+    """What defines a search besides its grid: `SCORE_SETTINGS` and each data file's name and sha256
+    (a tfds split: its name)."""
+    experiment = {key: getattr(config, key) for key in SCORE_SETTINGS}
+    for name in DATA_FILES:
+        source = getattr(config, name)
+        experiment[name] = ({"tfds": source} if config.is_tfds(name) else
+                            {"name": os.path.basename(source), "sha256": sha256_file(source)})
+    return experiment
+
+
+def check_search_outputs(config, tuner_dir, export, experiment, overwrite=False):
+    """Checks the search's folders before anything is read (see the module docstring); changes
+    nothing. Returns the plan for `claim_run_dir`. Raises ValueError naming the flag, folder and fix."""
+    out, tuner_path = os.path.abspath(config.output_dir), os.path.abspath(tuner_dir)
+    check_separate([("--output-dir", out), ("--export", export)])
+    check_separate([("--tuner-dir", tuner_path), ("--export", export)])
+    if inside(out, tuner_path):
+        how = "are the same folder" if out == tuner_path else "overlap (--output-dir is inside --tuner-dir)"
+        raise ValueError(f"--output-dir and --tuner-dir {how}: the search's files would be mixed with "
+                         f"keras-tuner's. Received: "
+                         f"--output-dir={out!r}, --tuner-dir={tuner_path!r}. Leave --tuner-dir out (OUTPUT_DIR/tuner), "
+                         "or pass a folder apart from --output-dir.")
+    state = check_tuner_dir(tuner_path, experiment, overwrite)
+
+    def same_search(record):
+        return record.get("tool") == TOOL and record.get("tuner_dir") == tuner_path and state == "resume"
+
+    plan = check_run_dir(out, "--output-dir", TOOL, overwrite=overwrite, resume=same_search)
+    previous_export = (plan["previous"] or {}).get("export")
+    own = plan["resume"] and export is not None and previous_export == os.path.abspath(export)
+    check_export_dir(export, "--export", overwrite=overwrite, own=own)
+    return plan
+
+
+def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None, export=None, overwrite=False):
     """Runs the paper's fine-tuning search for one task (see the module docstring).
 
     Args:
@@ -47,6 +101,8 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
         export: str or None. Where `keras_bert_zoo.serving.export` writes the best model as a
             SavedModel at the end of the search (atomic; a resumed search writes it again
             from `preset/`, so it always matches the best trial).
+        overwrite: bool. Start a new search where `output_dir` or `tuner_dir` holds another one (or
+            a fine-tuning run); without it those are refused, and only the same experiment resumes.
 
     Returns:
         dict: `objective`, `trials` (rows, grid order, `best` marked), `best`, `output_dir`, `export`.
@@ -67,19 +123,25 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
         raise ValueError(f"Task {config.task!r} reports {tuple(kind.objectives)}, not the objective "
                          f"{objective!r}. Received: objective={objective!r}.")
     kind.check_searchable()
-    tuner_dir = tuner_dir or os.path.join(config.output_dir, "tuner")
+    tuner_dir = os.path.abspath(tuner_dir or os.path.join(config.output_dir, "tuner"))
+    experiment = study_experiment(search_experiment(config), grid, restarts, objective)
+    plan = check_search_outputs(config, tuner_dir, export, experiment, overwrite)
     train, _ = kind.read()
+    recorded = {"tuner_dir": tuner_dir, "export": os.path.abspath(export) if export is not None else None}
+    claim_run_dir(plan, **recorded)
     best_preset = os.path.join(config.output_dir, "preset")
     rows = tune(kind.build, train, kind.evaluate, objective, tuner_dir, grid=grid, restarts=restarts,
                 seed=config.seed, save_best=lambda task, values: task.save_to_preset(best_preset),
-                distribution_strategy=get_strategy(config.strategy), progress=config.progress)
+                distribution_strategy=get_strategy(config.strategy), progress=config.progress,
+                experiment=experiment, overwrite=overwrite)
     write_search_report(rows, objective, config.output_dir, title=f"Fine-tuning search: {config.task}")
     best = next(r for r in rows if r["best"])
     atomic_write_json(os.path.join(config.output_dir, "results.json"),
                       {"task": config.task, "preset": config.preset, "objective": objective, "grid": grid,
-                       "restarts": restarts, "trials": rows, "best": best})
+                       "restarts": restarts, "experiment": experiment, "trials": rows, "best": best})
     if export is not None:
         export = export_best(kind, best_preset, export, dtype=config.precision)
+    finish_run_dir(config.output_dir, TOOL, **recorded)
     return {"objective": objective, "trials": rows, "best": best, "output_dir": config.output_dir,
             "export": export}
 

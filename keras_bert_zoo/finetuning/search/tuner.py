@@ -12,23 +12,36 @@ keras-tuner with two fixes of our own, each tested:
   new trial after a reload, keras-tuner#1055).
 - A trial is scored by its dev metric **at the end of its run** (the paper's rule), computed by
   the task's own evaluation over the whole dev set — not by the best epoch, keras-tuner's rule.
+
+A rerun resumes only the same experiment: the tuner folder's `experiment.json` records what
+defines it (the caller's data files and settings, plus the grid, restarts and objective), and
+`check_tuner_dir`, before the first trial, refuses a folder of another experiment naming what
+changed, and names any study file (oracle, trial, best.json) that does not read; with `overwrite`
+the old study is removed and a new one starts. keras-tuner's own errors on such files name none.
 """
 
 import contextlib
 import itertools
 import json
 import os
+import re
+import shutil
 import time
 
 import keras
 import keras_tuner as kt
 
-from keras_bert_zoo.utils.files import atomic_write_text
+from keras_bert_zoo.utils.files import atomic_write_json, atomic_write_text, read_json
+from keras_bert_zoo.utils.output_dirs import check_writable
 
 PAPER_GRID = {"learning_rate": [5e-5, 4e-5, 3e-5, 2e-5], "batch_size": [16, 32], "epochs": [2, 3, 4]}
 SMALL_GRID = {"learning_rate": [5e-5, 3e-5], "batch_size": [32], "epochs": [2]}
 GRIDS = {"paper": PAPER_GRID, "small": SMALL_GRID}
 GRID_KEYS = ("learning_rate", "batch_size", "epochs")
+EXPERIMENT_FILE = "experiment.json"
+# What keras-tuner and `tune` write in a tuner folder (with atomic writes' `.tmp-`/`.old-` leftovers).
+STUDY_FILE = re.compile(r"(oracle\.json|tuner\d+\.json|best\.json|experiment\.json|trial_\d+|\.(tmp|old)-.+)")
+RESTART_HINT = "pass --overwrite to start a new search there (its trials are removed)"
 
 
 def resolve_grid(grid):
@@ -147,8 +160,111 @@ class _Tuner(kt.Tuner):
         return self.hypermodel.fit(hp, model, *args, **kwargs)
 
 
+def study_experiment(experiment, grid, restarts, objective):
+    """The experiment a tuner folder records: the caller's `experiment` dict plus the grid,
+    restarts and objective, as JSON reads it back (tuples as lists)."""
+    return json.loads(json.dumps(dict(experiment or {}, grid=grid, restarts=restarts, objective=objective)))
+
+
+def _brief(value):
+    if isinstance(value, dict) and "sha256" in value:  # a data file: its name and the start of its hash
+        return f"{value.get('name')} (sha256 {str(value['sha256'])[:12]})"
+    return json.dumps(value)
+
+
+def check_tuner_dir(tuner_dir, experiment, overwrite=False, flag="--tuner-dir"):
+    """Checks keras-tuner's folder before the first trial; changes nothing.
+
+    Args:
+        tuner_dir: str. The folder.
+        experiment: dict from `study_experiment`.
+        overwrite: bool. Whether an existing search there may be removed for a new one.
+        flag: str. What names the folder to the user.
+
+    Returns:
+        "new" (nothing there), "resume" (the same experiment, its files read) or "restart"
+        (`overwrite`: the old search is removed by `start_study`).
+
+    Raises:
+        ValueError: the folder cannot be written or holds other files; it holds a search of another
+            experiment or of none recorded (without `overwrite`); a study file does not read.
+            Each names the folder or file and the fix.
+    """
+    path = os.path.abspath(tuner_dir)
+    check_writable(path, flag)
+    names = sorted(os.listdir(path)) if os.path.isdir(path) else []  # the probe leaves no folder
+    if not names:
+        return "new"
+    foreign = [n for n in names if not STUDY_FILE.fullmatch(n)]
+    if foreign:
+        raise ValueError(f"{flag} {path} holds files that are not a search's ({', '.join(foreign[:6])}): they would "
+                         "be mixed with its files, and --overwrite removes only a search's. Pass a new or empty "
+                         "folder, or move those files away yourself.")
+    stored_path = os.path.join(path, EXPERIMENT_FILE)
+    if overwrite:
+        return "restart"
+    if not os.path.isfile(stored_path):
+        raise ValueError(f"{flag} {path} holds a search that recorded no experiment (no {EXPERIMENT_FILE}: made by "
+                         "an older version, or interrupted as it started), so this run cannot tell whether it is "
+                         f"the same one. To resume it, use the version that made it; else {RESTART_HINT}, or "
+                         f"give another {flag}.")
+    stored = _study_json(stored_path, dict)
+    changed = [f"{key}: {_brief(stored.get(key))} -> {_brief(experiment.get(key))}"
+               for key in sorted(set(stored) | set(experiment)) if stored.get(key) != experiment.get(key)]
+    if changed:
+        raise ValueError(f"{flag} {path} holds a search of another experiment: {'; '.join(changed)} (the search's "
+                         f"-> this run's). Run with the search's settings to resume it, or {RESTART_HINT}, or "
+                         f"give another {flag}.")
+    check_study_files(path, experiment["objective"])
+    return "resume"
+
+
+def _study_json(path, kind, check=lambda obj: True, what="a JSON object"):
+    try:
+        obj = read_json(path)
+    except (ValueError, OSError) as e:
+        raise ValueError(f"{e} The search cannot resume from it: restore it, or {RESTART_HINT}.") from e
+    if not isinstance(obj, kind) or not check(obj):
+        raise ValueError(f"{path} is not {what}, so the search cannot resume from it: restore it, or {RESTART_HINT}.")
+    return obj
+
+
+def check_study_files(tuner_dir, objective):
+    """Reads every file a resume reads (oracle, tuner, each trial, best.json), naming the first
+    that is not valid, before any trial runs (keras-tuner's errors name none; a bad best.json
+    failed only after the first new trial)."""
+    names = sorted(os.listdir(tuner_dir))
+    for name in names:
+        path = os.path.join(tuner_dir, name)
+        if re.fullmatch(r"oracle\.json|tuner\d+\.json", name):
+            _study_json(path, dict)
+        elif re.fullmatch(r"trial_\d+", name) and os.path.isfile(os.path.join(path, "trial.json")):
+            _study_json(os.path.join(path, "trial.json"), dict,
+                        lambda t: set(GRID_KEYS) <= set(t.get("hyperparameters", {}).get("values", {})),
+                        f"a trial (its hyperparameters' values hold {list(GRID_KEYS)} and restart)")
+    best = os.path.join(tuner_dir, "best.json")
+    if os.path.exists(best):
+        _study_json(best, dict, lambda b: isinstance(b.get("values"), dict) and isinstance(
+            b.get("metrics", {}).get(objective), (int, float)), f"a best trial (values, and metrics with {objective!r})")
+
+
+def start_study(tuner_dir, experiment, state):
+    """Makes the tuner folder ready for `tune`: a "restart" (see `check_tuner_dir`) removes the old
+    search's files; the experiment is recorded."""
+    path = os.path.abspath(tuner_dir)
+    if state == "restart":
+        for name in os.listdir(path):
+            target = os.path.join(path, name)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            else:
+                os.remove(target)
+    if state != "resume":
+        atomic_write_json(os.path.join(path, EXPERIMENT_FILE), experiment)
+
+
 def tune(build_task, train, dev_evaluate, objective, tuner_dir, grid="paper", restarts=1, seed=0,
-         save_best=None, distribution_strategy=None, progress=True):
+         save_best=None, distribution_strategy=None, progress=True, experiment=None, overwrite=False):
     """Runs the paper's fine-tuning search; resumable; returns the trials, best first marked.
 
     Args:
@@ -168,6 +284,9 @@ def tune(build_task, train, dev_evaluate, objective, tuner_dir, grid="paper", re
             (e.g. `task.save_to_preset`), so the best model is kept without storing each trial's.
         distribution_strategy: a `tf.distribute` strategy (`keras_bert_zoo.get_strategy()`) or None.
         progress: bool. One line per trial on stdout. Defaults to True.
+        experiment: dict or None. What else defines the search (data files and their sha256, the
+            settings that change the score), recorded in the tuner folder (`check_tuner_dir`).
+        overwrite: bool. Start a new search where `tuner_dir` holds one. Defaults to False.
 
     Returns:
         list of dicts, one per trial in grid order: the hyperparameters, `restart`, the dev
@@ -179,11 +298,13 @@ def tune(build_task, train, dev_evaluate, objective, tuner_dir, grid="paper", re
     if not isinstance(objective, str) or not objective:
         raise ValueError(f"`objective` must be a metric name. Received: objective={objective!r}.")
     total = len(grid_points(grid, restarts))
+    experiment = study_experiment(experiment, grid, restarts, objective)
+    start_study(tuner_dir, experiment, check_tuner_dir(tuner_dir, experiment, overwrite))
     best_file = os.path.join(tuner_dir, "best.json")
 
     def on_trial(values, metrics, task):
         done = sum(1 for t in tuner.oracle.trials.values() if t.status == "COMPLETED") + 1
-        best = _read_json(best_file)
+        best = read_json(best_file) if os.path.exists(best_file) else None
         improved = best is None or metrics[objective] > best["metrics"][objective]
         if improved:
             if save_best is not None:
@@ -221,9 +342,3 @@ def trial_table(oracle, objective):
         max(rows, key=lambda r: r[objective])["best"] = True  # the first of equal scores in grid order
     return rows
 
-
-def _read_json(path):
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
