@@ -5,8 +5,17 @@
   [...]}` or `{"inputs": ...}` (columnar) -> `{"outputs": ...}`, as TF Serving answers the same
   SavedModel: one named input may be given bare, one named output is given bare, strings come
   back as strings and bytes that are not UTF-8 as `{"b64": ...}` (inputs may be `{"b64": ...}` too);
-- `GET /v1/models/<name>`: KServe's readiness `{"name": ..., "ready": true}` (TF Serving's
-  `model_version_status` list is not produced: KServe owns that route).
+- `GET /v1/models/<name>`: TF Serving's model status (`{"model_version_status": [{"version",
+  "state": "AVAILABLE", "status": {"error_code": "OK", ...}}]}`), with KServe's `name` and
+  `ready` keys beside it, so clients of either find what they read.
+
+One server answers several exports, each under its own name, as TF Serving's model config does.
+An export given as TF Serving's base path (`DIR/<version>/saved_model.pb`, as tools/export.py
+writes versions) serves its highest version; a folder named by a number is that version.
+
+Outputs padded to the longest row of a call (a token classifier's entities, the features'
+tokens, fill-mask's masks: each has its `num_*` count) are cut to each row's own count, so a
+row's answer never depends on the requests it was batched with.
 
 Concurrent requests are batched dynamically: each request waits in an asyncio queue, and one
 worker takes up to `max_batch_size` rows (waiting at most `max_wait_ms` for more after the first)
@@ -20,21 +29,65 @@ kserve is an optional dependency (the `serve` extra): import this module only to
 """
 
 import asyncio
-import base64
-import binascii
+import os
 import time
 
 import fastapi
 import kserve
+import kserve.model_server
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops our exports' tokenizers use)
-from kserve.errors import InvalidInput
+from kserve.errors import InvalidInput, ModelNotFound
 
 from keras_bert_zoo.serving.client import input_names
+from keras_bert_zoo.serving.rest_format import (
+    SIGNATURE,
+    BadRequest,
+    cut_padding,
+    encode_value,
+    format_response,
+    parse_request,
+    value_size,
+)
 
-SIGNATURE = "serving_default"
 RETRY_AFTER_S = 1
+def resolve_version(path):
+    """An export folder -> (the SavedModel folder, its version as TF Serving names it).
+
+    `DIR/<n>/saved_model.pb` folders (TF Serving's base path): the highest n. A SavedModel folder
+    named by a number: that number. Another SavedModel folder: version "1"."""
+    path = os.path.normpath(path)
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        name = os.path.basename(path)
+        return path, name if name.isdigit() else "1"
+    versions = sorted(
+        (int(v) for v in (os.listdir(path) if os.path.isdir(path) else [])
+         if v.isdigit() and os.path.isfile(os.path.join(path, v, "saved_model.pb"))),
+    )
+    if not versions:
+        raise FileNotFoundError(
+            f"--model {path}: no saved_model.pb there nor in a version folder (<n>/saved_model.pb). "
+            "Give the folder tools/export.py wrote."
+        )
+    return os.path.join(path, str(versions[-1])), str(versions[-1])
+
+
+def warm_up_value(shape):
+    """A row value of the signature's per-row shape, for the first (graph-building) call."""
+    return [warm_up_value(shape[1:]) for _ in range(shape[0] or 1)] if shape else b"warm up"
+
+
+def model_status(model):
+    """TF Serving's `GET /v1/models/<name>` answer, with KServe's `name` and `ready` beside it."""
+    state = "AVAILABLE" if model.ready else "LOADING"
+    return {
+        "model_version_status": [
+            {"version": model.version, "state": state, "status": {"error_code": "OK", "error_message": ""}}
+        ],
+        "name": model.name,
+        "ready": bool(model.ready),
+    }
 
 
 class Overloaded(fastapi.HTTPException):
@@ -53,82 +106,6 @@ class TooLarge(fastapi.HTTPException):
 
     def __init__(self, count, limit):
         super().__init__(413, detail=f"{count} instances in one request; at most {limit} are answered. Split it.")
-
-
-def decode_value(value, where):
-    """A JSON input value (a string, or `{"b64": ...}` for bytes) -> bytes; else InvalidInput."""
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, dict) and list(value) == ["b64"] and isinstance(value["b64"], str):
-        try:
-            return base64.b64decode(value["b64"], validate=True)
-        except (binascii.Error, ValueError) as error:
-            raise InvalidInput(f"{where}: invalid base64 ({error}).") from error
-    raise InvalidInput(f'{where} must be a string or {{"b64": "..."}}. Received {type(value).__name__}: {value!r:.100}.')
-
-
-def encode_value(value):
-    """An output value (numpy .tolist()) as TF Serving writes it in JSON."""
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"b64": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, list):
-        return [encode_value(v) for v in value]
-    return value
-
-
-def parse_request(payload, names):
-    """A v1 request body -> (format "row"|"columnar", rows: list of {input: bytes}); InvalidInput if bad."""
-    if not isinstance(payload, dict):
-        raise InvalidInput(f'A request must be a JSON object. Received {type(payload).__name__}.')
-    signature = payload.get("signature_name", SIGNATURE)
-    if signature != SIGNATURE:
-        raise InvalidInput(f"Unknown signature_name {signature!r}: this server answers {SIGNATURE!r}.")
-    keys = set(payload) - {"signature_name"}
-    if keys not in ({"instances"}, {"inputs"}):
-        raise InvalidInput(
-            'A request must hold exactly one of "instances" (row format) or "inputs" (columnar), '
-            f"as TF Serving's REST API. Received keys {sorted(payload)}."
-        )
-    if "instances" in payload:
-        instances = payload["instances"]
-        if not isinstance(instances, list) or not instances:
-            raise InvalidInput(f'"instances" must be a non-empty list. Received {instances!r:.100}.')
-        rows = []
-        for index, row in enumerate(instances):
-            if len(names) == 1 and not (isinstance(row, dict) and list(row) != ["b64"]):
-                row = {names[0]: row}
-            if not isinstance(row, dict) or sorted(row) != names:
-                raise InvalidInput(f"Instance {index} must be an object with exactly the inputs {names}. Received {row!r:.100}.")
-            rows.append({name: decode_value(row[name], f"Instance {index} input {name!r}") for name in names})
-        return "row", rows
-    columns = payload["inputs"]
-    if len(names) == 1 and not isinstance(columns, dict):
-        columns = {names[0]: columns}
-    if not isinstance(columns, dict) or sorted(columns) != names:
-        raise InvalidInput(f'"inputs" must hold exactly the inputs {names}. Received {columns!r:.100}.')
-    for name, values in columns.items():
-        if not isinstance(values, list) or not values:
-            raise InvalidInput(f"Input {name!r} must be a non-empty list. Received {values!r:.100}.")
-    lengths = {len(values) for values in columns.values()}
-    if len(lengths) != 1:
-        raise InvalidInput(f"Every input needs as many rows. Received lengths {sorted(lengths)}.")
-    rows = [
-        {name: decode_value(columns[name][i], f"Input {name!r} row {i}") for name in names}
-        for i in range(lengths.pop())
-    ]
-    return "columnar", rows
-
-
-def format_response(form, results):
-    """Per-row output dicts -> TF Serving's response (one named output is given bare)."""
-    keys = sorted(results[0])
-    if form == "row":
-        return {"predictions": [r[keys[0]] if len(keys) == 1 else {k: r[k] for k in keys} for r in results]}
-    columns = {k: [r[k] for r in results] for k in keys}
-    return {"outputs": columns[keys[0]] if len(keys) == 1 else columns}
 
 
 class Pending:
@@ -156,6 +133,8 @@ class ExportModel(kserve.Model):
                  max_instances=4096, delay_ms=0.0):
         super().__init__(name)
         self.export_dir = export_dir
+        self.saved_model_dir = None
+        self.version = None
         self.max_batch_size = max(1, int(max_batch_size))
         self.max_wait_s = max(0.0, max_wait_ms) / 1000.0
         self.max_queue = max(1, int(max_queue))
@@ -166,14 +145,18 @@ class ExportModel(kserve.Model):
         self.worker = None
         self.function = None
         self.names = []
+        self.shapes = {}
         self.batches = 0
 
     def load(self):
         """Loads the export's serving signature and warms it up."""
-        self.loaded = tf.saved_model.load(self.export_dir)
+        self.saved_model_dir, self.version = resolve_version(self.export_dir)
+        self.loaded = tf.saved_model.load(self.saved_model_dir)
         self.function = self.loaded.signatures[SIGNATURE]
         self.names = input_names(self.function)
-        self.run_rows([{name: b"warm up" for name in self.names}])
+        specs = self.function.structured_input_signature[1]
+        self.shapes = {name: tuple(specs[name].shape[1:]) for name in self.names}
+        self.run_rows([{name: warm_up_value(self.shapes[name]) for name in self.names}])
         self.ready = True
         return self.ready
 
@@ -181,11 +164,12 @@ class ExportModel(kserve.Model):
         """Calls the signature on rows (one padded batch); returns one output dict per row."""
         inputs = {name: tf.constant([row[name] for row in rows], tf.string) for name in self.names}
         outputs = {key: np.asarray(value).tolist() for key, value in self.function(**inputs).items()}
-        return [{key: encode_value(values[i]) for key, values in outputs.items()} for i in range(len(rows))]
+        return [cut_padding({key: encode_value(values[i]) for key, values in outputs.items()})
+                for i in range(len(rows))]
 
     def run_batches(self, rows):
         """Rows in batches of at most max_batch_size, longest-similar together (as predict)."""
-        order = np.argsort([sum(len(v) for v in row.values()) for row in rows], kind="stable")
+        order = np.argsort([sum(value_size(v) for v in row.values()) for row in rows], kind="stable")
         results = [None] * len(rows)
         for begin in range(0, len(rows), self.max_batch_size):
             chunk = order[begin : begin + self.max_batch_size]
@@ -237,7 +221,10 @@ class ExportModel(kserve.Model):
 
     async def predict(self, payload, headers=None):
         """A v1 request body -> TF Serving's response; batched with concurrent requests."""
-        form, rows = parse_request(payload, self.names)
+        try:
+            form, rows = parse_request(payload, self.names, self.shapes)
+        except BadRequest as error:
+            raise InvalidInput(str(error)) from error
         if len(rows) > self.max_instances:
             raise TooLarge(len(rows), self.max_instances)
         loop = asyncio.get_running_loop()
@@ -251,13 +238,31 @@ class ExportModel(kserve.Model):
         return format_response(form, await future)
 
 
-def serve(export_dir, name="model", port=8501, max_batch_size=32, max_wait_ms=5.0, max_queue=256,
-          max_instances=4096, delay_ms=0.0, grace_period=30):
-    """Serves one export on `port` until SIGTERM/SIGINT (in-flight requests finish first)."""
-    model = ExportModel(name, export_dir, max_batch_size, max_wait_ms, max_queue, max_instances, delay_ms)
-    started = time.perf_counter()
-    model.load()
-    print(f"Loaded {export_dir} as {name!r} (inputs {model.names}) in {time.perf_counter() - started:.1f} s.", flush=True)
+def add_status_route(app, models):
+    """`GET /v1/models/<name>` answers TF Serving's status; added before KServe's own routes, so it
+    is the one matched (KServe's answers only `{"name", "ready"}`)."""
+
+    async def status(model_name: str):
+        if model_name not in models:
+            raise ModelNotFound(model_name)
+        return model_status(models[model_name])
+
+    app.add_api_route("/v1/models/{model_name}", status, methods=["GET"])
+
+
+def serve(exports, port=8501, max_batch_size=32, max_wait_ms=5.0, max_queue=256, max_instances=4096,
+          delay_ms=0.0, grace_period=30):
+    """Serves exports (`{name: export folder}`) on `port` until SIGTERM/SIGINT (in-flight requests
+    finish first)."""
+    models = {}
+    for name, export_dir in exports.items():
+        model = ExportModel(name, export_dir, max_batch_size, max_wait_ms, max_queue, max_instances, delay_ms)
+        started = time.perf_counter()
+        model.load()
+        print(f"Loaded {model.saved_model_dir} as {name!r} version {model.version} (inputs {model.names}) "
+              f"in {time.perf_counter() - started:.1f} s.", flush=True)
+        models[name] = model
+    add_status_route(kserve.model_server.app, models)
     server = kserve.ModelServer(http_port=port, workers=1, enable_grpc=False, enable_docs_url=False,
                                 enable_latency_logging=False, grace_period=grace_period)
-    server.start([model])
+    server.start(list(models.values()))

@@ -37,34 +37,39 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _start(export_dir, *flags):
+def _start(export_dir, *flags, name=NAME):
     port = _free_port()
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
     process = subprocess.Popen(
-        [sys.executable, os.path.join(REPO, "tools", "serve.py"), "--model", export_dir, "--name", NAME,
-         "--port", str(port), *flags],
+        [sys.executable, os.path.join(REPO, "tools", "serve.py"), "--model", export_dir,
+         *(["--name", name] if name else []), "--port", str(port), *flags],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     return process, f"http://127.0.0.1:{port}"
 
 
-def _wait_ready(process, url, timeout=120):
+def get(url, timeout=10):
+    """The JSON body of a GET."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def _wait_ready(process, url, timeout=120, name=NAME):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited {process.returncode}: {process.stderr.read().decode()[-3000:]}")
         try:
-            with urllib.request.urlopen(f"{url}/v1/models/{NAME}", timeout=2) as response:
-                return json.loads(response.read())
+            return get(f"{url}/v1/models/{name}", timeout=2)
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.3)
     raise TimeoutError(url)
 
 
-def post(url, body, timeout=60):
+def post(url, body, timeout=60, name=NAME):
     """(status, headers (case-insensitive), JSON body) of a predict request; `body` is an object or raw bytes."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    request = urllib.request.Request(f"{url}/v1/models/{NAME}:predict", data=data,
+    request = urllib.request.Request(f"{url}/v1/models/{name}:predict", data=data,
                                      headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -112,7 +117,8 @@ def _assert_rows_equal(predictions, expected):
 
 
 def test_status_and_answers_equal_the_export(servers, export_dir):
-    assert servers["status"] == {"name": NAME, "ready": True}
+    assert servers["status"] == {"name": NAME, "ready": True, "model_version_status": [
+        {"version": "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}]}
     url = servers["fast"]
     expected = _expected(export_dir, SENTENCES)
     status, _, rows = post(url, {"instances": SENTENCES})
