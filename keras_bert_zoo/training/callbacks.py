@@ -2,9 +2,13 @@
 
 `StepCheckpointer` feeds `fit` from an iterator that a `TrainingCheckpoint` owns and
 saves every N steps; `NonFiniteGuard` stops on a NaN/inf loss or weight naming the
-step; `ScalarLogger` writes training scalars for TensorBoard. (Held-out evaluation:
+step; `ScalarLogger` writes training scalars for TensorBoard; `BuildAwareProgbar` is
+Keras' progress bar without the graph build in its rate and ETA. (Held-out evaluation:
 `pretraining_eval.HeldOutEvaluation`.)
 """
+
+import logging
+import time
 
 import keras
 import numpy as np
@@ -181,3 +185,55 @@ class ScalarLogger(keras.callbacks.Callback):
             learning_rate = self.model.optimizer.learning_rate
             write_scalar("train/learning_rate", float(keras.ops.convert_to_numpy(learning_rate)), step)
         self._writer.flush()
+
+
+class BuildAwareProgbar(keras.callbacks.ProgbarLogger):
+    """Keras' progress bar, whose rate and ETA leave out the first step of a fit.
+
+    A fit's first step also traces and builds the training graph, which for BERT takes as
+    long as many steps. Keras' bar shows step 1 with that time per step, so its first ETA
+    (that time, times the steps left) overstates the epoch many times over. This bar says
+    "Building the training graph" when the first step starts and how long it took when it
+    ends, then starts its clock: step 1 is shown with no ETA and the rate counts from it.
+    Pass it in `fit(callbacks=...)`; Keras then adds no bar of its own (`fit_resumable` does).
+
+    Attributes:
+        build_seconds: float or None. How long the fit's first step took (None before it ends).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.build_seconds = None
+        self._build_started = None
+
+    def _say(self, message):
+        if not self.verbose:
+            return
+        if keras.config.is_interactive_logging_enabled():
+            print(message, flush=True)
+        else:  # Keras writes its own lines to logging then; so does this bar
+            logging.getLogger("keras_bert_zoo.training").info(message)
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self.build_seconds = None
+        self._build_started = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.build_seconds is None and self._build_started is None:
+            self._say("Building the training graph (the first step)...")
+            self._build_started = time.time()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.build_seconds is not None or self._build_started is None:
+            super().on_train_batch_end(batch, logs)
+            return
+        self.build_seconds = time.time() - self._build_started
+        self._say(f"Built the training graph in {self.build_seconds:.1f}s; the ETA counts the steps after it.")
+        # A new bar from here: its first update records this moment as "after the first step"
+        # without drawing (Keras' Progbar then counts the rate from it); later ones draw as usual.
+        self.progbar = keras.utils.Progbar(target=self.target, verbose=0, unit_name="step",
+                                           stateless_metrics=set())
+        self.seen = batch + 1
+        self.progbar.update(self.seen, list((logs or {}).items()), finalize=False)
+        self.progbar.verbose = self.verbose

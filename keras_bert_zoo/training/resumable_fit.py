@@ -5,9 +5,10 @@ checkpoint with the same weights, optimizer slots, loss scale, dropout seeds and
 position as if it had never stopped (bit for bit on CPU with op determinism).
 """
 
+import keras
 import tensorflow as tf
 
-from keras_bert_zoo.training.callbacks import NonFiniteGuard, ScalarLogger, StepCheckpointer
+from keras_bert_zoo.training.callbacks import BuildAwareProgbar, NonFiniteGuard, ScalarLogger, StepCheckpointer
 from keras_bert_zoo.training.checkpoints import TrainingCheckpoint
 from keras_bert_zoo.training.distribute import is_chief
 from keras_bert_zoo.training.held_out import HeldOutEvaluation
@@ -57,7 +58,8 @@ def fit_resumable(
         save_every: int. Checkpoint every N steps. Defaults to 100.
         max_to_keep: int. Defaults to 3.
         callbacks: more Keras callbacks (TensorBoard, `HeldOutEvaluation`, ...).
-        verbose: passed to `fit` (progress bar).
+        verbose: passed to `fit` (progress bar: `BuildAwareProgbar`, whose ETA leaves out the
+            graph build).
         fallback: bool. Restore the previous checkpoint when the newest is damaged.
         on_batch: callable `(step, example_ids)` or None, see `StepCheckpointer`.
         save_input: bool. Checkpoint the data position too (exact resume). False for input
@@ -95,13 +97,16 @@ def fit_resumable(
             callback.step = checkpoint.step  # report the global step, across restarts
     checkpointer = StepCheckpointer(checkpoint, data.iterator, save_every, on_batch=on_batch)
     guard = NonFiniteGuard(checkpoint.step)
+    # The graph build is the first step: the bar says so and keeps it out of the ETA (unless the
+    # caller passed a bar of its own, which Keras then uses).
+    progress = [] if any(isinstance(c, keras.callbacks.ProgbarLogger) for c in callbacks) else [BuildAwareProgbar()]
     try:
         history = model.fit(
             tf.data.Dataset.from_tensors(placeholder).repeat(),
             steps_per_epoch=total_steps - start,
             epochs=1,
             shuffle=False,
-            callbacks=[guard, checkpointer, *callbacks],
+            callbacks=[guard, checkpointer, *callbacks, *progress],
             verbose=verbose,
         )
     finally:
