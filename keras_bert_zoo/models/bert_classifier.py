@@ -1,6 +1,7 @@
 """`BertClassifier`: sentence and sentence-pair classification or regression (GLUE, §4.1)."""
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.layers.initializers import bert_initializer
@@ -53,7 +54,6 @@ class BertClassifier(ClassifierHead, Task):
     Examples:
     >>> classifier = keras_bert_zoo.BertClassifier.from_preset(
     ...     "tiny_preset", num_classes=2, labels=["negative", "positive"])
-    >>> classifier.compile()
     >>> history = classifier.fit(["a great film", "dull and long"], [1, 0], epochs=1, verbose=0)
     >>> classifier.predict([("A man is eating.", "Someone eats.")], verbose=0).shape
     (1, 2)
@@ -102,13 +102,18 @@ class BertClassifier(ClassifierHead, Task):
 
     def postprocess(self, outputs):
         """Logits → `score` (regression), or `label_id`, `probabilities` and, with
-        `labels`, `label` (the class name); the names are `models.answer_names`'."""
+        `labels`, `label` (the class name); the names are `models.answer_names`'.
+
+        Called eagerly (`task.postprocess(task.predict(texts))`), NumPy arrays, `label` as
+        `str`; in a traced graph (the export's), tensors, `label` as bytes."""
         logits = keras.ops.cast(outputs, "float32")
         if self.num_classes == 1:
             return {names.SCORE: logits[:, 0]}
         label_id = keras.ops.argmax(logits, axis=-1)
         result = {names.LABEL_ID: label_id, names.PROBABILITIES: keras.ops.softmax(logits, axis=-1)}
-        if self.labels is not None:
+        if self.labels is not None and tf.executing_eagerly():
+            result[names.LABEL] = np.asarray(self.labels)[keras.ops.convert_to_numpy(label_id)]
+        elif self.labels is not None:
             # Strings are no Keras tensor type; serving graphs are TensorFlow.
             result[names.LABEL] = tf.gather(tf.constant(self.labels), label_id)
         return result

@@ -61,7 +61,6 @@ class BertMultipleChoice(Task):
 
     Examples:
     >>> model = keras_bert_zoo.BertMultipleChoice.from_preset("tiny_preset", num_choices=4)
-    >>> model.compile()
     >>> (contexts, endings), labels = keras_bert_zoo.data.read_swag("swag/val.csv")
     >>> history = model.fit((contexts, endings), labels, epochs=1, verbose=0)  # endings: (N, 4) strings
     >>> sorted(history.history)

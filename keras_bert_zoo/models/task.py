@@ -11,21 +11,16 @@ from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.presets.task import (
     keras_config, save_task_preset, task_from_keras_config, task_from_preset)
+from keras_bert_zoo.models.task_compiling import DEFAULT_LEARNING_RATE, DEFAULT_WARMUP_RATIO, TaskCompiling
 from keras_bert_zoo.models.task_predicting import TaskPredicting
 from keras_bert_zoo.models.task_raw_text import RawTextInputs
+from keras_bert_zoo.models.task_summary import TaskSummary
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
-from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
 from keras_bert_zoo.training.replica_steps import batchwise, fit_on_workers, placeholder_batch, replica_step_function
 from keras_bert_zoo.utils import keras_internals, quantization
 
-# The paper's grid is {5e-5, 4e-5, 3e-5, 2e-5} (§A.3). 5e-5 is its top, keras-hub's and
-# HF Trainer's default, and the one that converges within the single short epoch that
-# small models get on CPUs; pass `learning_rate=2e-5` for BERT-Large on small sets.
-DEFAULT_LEARNING_RATE = 5e-5
-DEFAULT_WARMUP_RATIO = 0.1  # run_classifier.py's warmup_proportion
 
-
-class Task(TaskPredicting, RawTextInputs, keras.Model):
+class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Model):
     """A backbone plus a task head that owns its loss, metrics, default `compile()` and presets.
 
     `fit`, `evaluate` and `predict` take raw text: a list or NumPy array of strings,
@@ -39,12 +34,15 @@ class Task(TaskPredicting, RawTextInputs, keras.Model):
     inference, and in `fit` too for a task whose loss reads only [CLS]
     (`trains_on_real_tokens`: the classifier and multiple choice).
 
-    `compile()` defaults to the paper's fine-tuning recipe: `BertAdamW` (decoupled
-    weight decay 0.01, none on LayerNorm and biases, gradients clipped to global norm
-    1.0), peak learning rate 5e-5 warmed up linearly over the first 10% of the steps
-    each `fit` call runs (epochs × steps per epoch, counted by `fit`) and decayed
-    linearly to 0 at its last step; the task's own loss and metrics. Each argument
-    overrides one default.
+    A task is built compiled (by its constructor, `from_preset` or `from_config`), as
+    keras-hub's are: `compile()`'s defaults are the paper's fine-tuning recipe, `BertAdamW`
+    (decoupled weight decay 0.01, none on LayerNorm and biases, gradients clipped to
+    global norm 1.0), peak learning rate 5e-5 warmed up linearly over the first 10% of
+    the steps each `fit` call runs (epochs × steps per epoch, counted by `fit`) and
+    decayed linearly to 0 at its last step; the task's own loss and metrics.
+    `compile(...)` overrides any of them. `summary()` names the preprocessor and the
+    backbone; `save(path, include_optimizer=False)` writes a `.keras` file without the
+    optimizer's state (`save_to_preset` is the smaller, shareable format).
 
     Subclasses build a functional model in `__init__` (inputs: the backbone's), store
     `backbone`, `preprocessor` and their arguments, and define `default_loss()`,
@@ -56,7 +54,6 @@ class Task(TaskPredicting, RawTextInputs, keras.Model):
     default_sequence_length = 128
     preset_defaults = {}  # task arguments `from_preset` uses when neither caller nor preset sets them
     preprocessor = None
-    _run_schedule = None  # (peak learning rate, warm-up ratio) under compile(optimizer="auto")
 
     skips_padding = True  # its encoder runs on the real tokens (TransformerEncoder.skip_padding)
     # ... in `fit` too (TransformerEncoder.skip_padding_in_training): its loss reads no padded
@@ -100,79 +97,6 @@ class Task(TaskPredicting, RawTextInputs, keras.Model):
         """Task arguments a checkpoint's head fixes (e.g. `num_classes`). None here."""
         return {}
 
-    # === Compile: the paper's recipe by default ===
-    def compile(
-        self,
-        optimizer="auto",
-        loss="auto",
-        metrics="auto",
-        learning_rate=DEFAULT_LEARNING_RATE,
-        warmup_ratio=DEFAULT_WARMUP_RATIO,
-        **kwargs,
-    ):
-        """Compiles with the paper's fine-tuning recipe, each default overridable alone.
-
-        Args:
-            optimizer: `"auto"` (`FinetuningAdamW`: `BertAdamW` whose clipping sees the
-                sum over replicas, with a warm-up/decay schedule over the
-                steps each `fit` call runs) or any Keras optimizer.
-            loss: `"auto"` (the task's loss) or any Keras loss.
-            metrics: `"auto"` (the task's metrics), a list, or None.
-            learning_rate: float. Peak learning rate of `"auto"`. Defaults to 5e-5.
-            warmup_ratio: float in [0, 1]. Warm-up share of each `fit` run for
-                `"auto"`. Defaults to 0.1.
-            **kwargs: other `keras.Model.compile` arguments (`jit_compile`, ...).
-        """
-        if not learning_rate or learning_rate <= 0:
-            raise ValueError(f"`learning_rate` must be positive. Received: learning_rate={learning_rate!r}.")
-        if not 0.0 <= warmup_ratio <= 1.0:
-            raise ValueError(f"`warmup_ratio` must be in [0, 1]. Received: warmup_ratio={warmup_ratio!r}.")
-        # What `.keras` files store to compile again on loading: the caller's arguments.
-        arguments = dict(optimizer=optimizer, **kwargs)
-        defaults = dict(loss="auto", metrics="auto", learning_rate=DEFAULT_LEARNING_RATE,
-                        warmup_ratio=DEFAULT_WARMUP_RATIO)
-        for key, value in dict(loss=loss, metrics=metrics, learning_rate=learning_rate,
-                               warmup_ratio=warmup_ratio).items():
-            if not (isinstance(value, (str, float)) and value == defaults[key]):
-                arguments[key] = value
-        self._compile_arguments = keras.saving.serialize_keras_object(arguments)
-        self._run_schedule = None
-        if isinstance(optimizer, str) and optimizer == "auto":
-            # A placeholder length: `fit` sets the schedule of its own run.
-            optimizer = FinetuningAdamW(RunSchedule(learning_rate, 0, 1))
-            self._run_schedule = (float(learning_rate), float(warmup_ratio))
-        if isinstance(loss, str) and loss == "auto":
-            loss = self.default_loss()
-        if isinstance(metrics, str) and metrics == "auto":
-            metrics = self.default_metrics()
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
-        if self.jit_compile is True:
-            set_skip_padding(self, False)  # XLA does not take the dynamic token count
-            set_per_sequence_attention(self, False)  # one batched computation for XLA
-
-    def get_compile_config(self):
-        return getattr(self, "_compile_arguments", None) if self.compiled else None
-
-    def compile_from_config(self, config):
-        # Keras skips a custom `compile()` when loading; ours takes its own arguments back.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
-
-    def _start_run(self, x, batch_size, epochs, steps_per_epoch):
-        """Sets the `"auto"` schedule over the steps this `fit` call runs."""
-        if isinstance(x, tf.data.Dataset):
-            steps = inputs_lib.steps_of(x, steps_per_epoch)
-        else:
-            rows = inputs_lib.num_rows(x)
-            steps = steps_per_epoch or -(-rows // (batch_size or inputs_lib.DEFAULT_BATCH_SIZE))
-        total = max(int(steps) * max(int(epochs), 1), 1)
-        peak, ratio = self._run_schedule
-        start = int(keras.ops.convert_to_numpy(self.optimizer.iterations))
-        # As run_classifier.py: int(num_train_steps * warmup_proportion).
-        self.optimizer.learning_rate = RunSchedule(peak, int(total * ratio), total, start_step=start)
-        self.train_function = None  # the schedule is traced into the train step: trace again
-
     def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None, validation_data=None,
             validation_split=0.0, shuffle=True, initial_epoch=0, steps_per_epoch=None, length_buckets=None,
             **kwargs):
@@ -184,7 +108,7 @@ class Task(TaskPredicting, RawTextInputs, keras.Model):
                 shuffle those batches, so that a batch is padded to about its rows' length
                 (`task_inputs.bucketed_dataset`). None (default): batches of random rows.
         """
-        if not self.compiled:  # Keras' own check comes after `_build_state`, which needs the optimizer
+        if not self.compiled:  # a task is built compiled; Keras' own check comes after `_build_state`
             raise ValueError(
                 f"Call `compile()` before `fit()`: this {type(self).__name__} is not compiled. "
                 "`task.compile()` with no arguments gives the paper's fine-tuning recipe (BertAdamW, "

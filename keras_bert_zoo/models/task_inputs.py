@@ -40,15 +40,22 @@ def as_columns(x):
 
     A list of pairs `[(a, b), ...]` is transposed into columns `(texts_a, texts_b)`; a dict of
     named columns (`COLUMN_ORDERS`, e.g. GLUE's `{"premise": ..., "hypothesis": ...}`) becomes
-    the tuple of its columns in segment order.
+    the tuple of its columns in segment order. One example (a string, a tuple of strings such
+    as one pair, or `(context, endings)` for multiple choice) is a batch of one, as keras-hub
+    and HF pipelines take it.
     """
     if isinstance(x, dict):
-        return tuple(np.asarray(x[key]) for key in _column_order(x))
-    if isinstance(x, tuple):
-        return tuple(np.asarray(column) for column in x)
-    if isinstance(x, list) and x and all(isinstance(row, tuple) for row in x):
-        return tuple(np.asarray(column) for column in zip(*x))
-    return np.asarray(x)
+        columns = tuple(np.asarray(x[key]) for key in _column_order(x))
+    elif isinstance(x, tuple):
+        columns = tuple(np.asarray(column) for column in x)
+    elif isinstance(x, list) and x and all(isinstance(row, tuple) for row in x):
+        columns = tuple(np.asarray(column) for column in zip(*x))
+    else:
+        columns = np.asarray(x)
+    first = keras.tree.flatten(columns)
+    if first and first[0].ndim == 0:  # one example: every column gets a batch axis of one
+        columns = keras.tree.map_structure(lambda column: column[np.newaxis], columns)
+    return columns
 
 
 # Dicts of raw columns, by their names: ours and keras-hub's, then GLUE's (tfds feature names).

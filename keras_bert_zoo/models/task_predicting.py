@@ -1,5 +1,8 @@
 """`TaskPredicting`: the `Task` methods of `predict`, on raw text (length-sorted batches,
-answers in input order) or packed ids, in the model's or a per-call precision."""
+answers in input order) or packed ids, in the model's or a per-call precision; and
+`postprocess` answers as NumPy values when called eagerly."""
+
+import functools
 
 import keras
 import numpy as np
@@ -10,9 +13,45 @@ from keras_bert_zoo.models import task_predict
 from keras_bert_zoo.models.predict_precision import predicting_in
 
 
+def answers_as_numpy(answers):
+    """Eager tensors of `answers` as NumPy arrays (what a user prints, compares or serialises);
+    inside a traced graph (an export's serving function) the tensors are kept."""
+    if not tf.executing_eagerly():
+        return answers
+
+    def convert(value):
+        if isinstance(value, keras.KerasTensor) or isinstance(value, tf.RaggedTensor):
+            return value
+        if isinstance(value, (tf.Tensor, tf.Variable)):
+            return value.numpy()
+        if keras.ops.is_tensor(value):
+            return keras.ops.convert_to_numpy(value)
+        return value
+
+    return keras.tree.map_structure(convert, answers)
+
+
+def numpy_answers(postprocess):
+    """Wraps a `Task` subclass's `postprocess` with `answers_as_numpy`."""
+
+    @functools.wraps(postprocess)
+    def answer(self, outputs):
+        return answers_as_numpy(postprocess(self, outputs))
+
+    answer.answers_numpy = True
+    return answer
+
+
 class TaskPredicting:
     """Mixin of `Task` (before `keras.Model` in its bases): needs `self.preprocessor` and
-    `RawTextInputs`' `_prepare` / `_pipeline_cache`."""
+    `RawTextInputs`' `_prepare` / `_pipeline_cache`. Every subclass's `postprocess` answers
+    NumPy values when called eagerly (`numpy_answers`)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        postprocess = cls.__dict__.get("postprocess")
+        if postprocess is not None and not getattr(postprocess, "answers_numpy", False):
+            cls.postprocess = numpy_answers(postprocess)
 
     def predict_step(self, data):
         # Float outputs leave the step as float32: a MultiWorkerMirroredStrategy gathers them with
@@ -23,8 +62,11 @@ class TaskPredicting:
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, precision=None):
         """`keras.Model.predict` on raw text (sorted by length, returned in input order) or ids.
 
-        `precision`: None (the model's own policy), `"auto"` (`utils.precision.auto_precision()`:
-        mixed_bfloat16 where bf16 is native) or a policy name, for this call only; the
+        One example (a string, or a tuple of strings such as one pair) is a batch of one.
+
+        `precision`: None (the model's own policy, float32 unless the user asked otherwise: no
+        switch), `"auto"` (`utils.precision.auto_precision()`: mixed_bfloat16 where bf16 is
+        native) or a policy name, for this call only; the
         model's policy is untouched for training (`models/predict_precision.py`). Float
         outputs are float32 whatever the policy.
         """

@@ -52,14 +52,27 @@ class RawTextInputs:
         return inputs_lib.preprocess(dataset, prepare)
 
     def _pipeline_cache(self):
-        """`(prepare, count)` of `task_inputs.pipeline_functions`, traced once per preprocessor,
-        not once per fit/evaluate/predict call."""
+        """`(prepare, count)` of `task_inputs.pipeline_functions`, traced once per preprocessor
+        and settings, not once per fit/evaluate/predict call: a setting changed since
+        (`task.preprocessor.sequence_length = 64`) traces them again, so that they pack, count
+        and log with it."""
+        preprocessor = self.preprocessor
+        key = (id(preprocessor),) + tuple(getattr(preprocessor, name) for name in getattr(preprocessor, "settings", ()))
         cached = getattr(self, "_pipeline_functions", None)
-        if cached is None or cached[0] != id(self.preprocessor):
-            cached = self._pipeline_functions = (id(self.preprocessor),) + inputs_lib.pipeline_functions(
-                self.preprocessor
-            )
+        if cached is None or cached[0] != key:
+            self.check_sequence_length()
+            cached = self._pipeline_functions = (key,) + inputs_lib.pipeline_functions(preprocessor)
         return cached[1], cached[2]
+
+    def check_sequence_length(self):
+        """Raises if the preprocessor packs longer rows than the backbone has positions for."""
+        length = getattr(self.preprocessor, "sequence_length", None)
+        limit = getattr(getattr(self, "backbone", None), "max_sequence_length", None)
+        if isinstance(length, int) and isinstance(limit, int) and length > limit:
+            raise ValueError(
+                f"The preprocessor's sequence_length={length} exceeds the backbone's max_sequence_length="
+                f"{limit} (its position embeddings). Set `task.preprocessor.sequence_length` to at most {limit}."
+            )
 
     def _prepare_validation(self, data, validation_batch_size, batch_size):
         """The validation pipeline, or None to give `data` to Keras unchanged."""

@@ -17,6 +17,9 @@ class BertPreprocessor(TokenizerPreprocessor):
         truncate: str. "longest_first" (the original fine-tuning rule), "round_robin"
             or "waterfall", see `SegmentPacker`. Defaults to "longest_first".
 
+    Both may be set after construction (`preprocessor.sequence_length = 64`): the packer
+    packs to the new values from the next call on (`TokenizerPreprocessor`).
+
     Call arguments:
         x: a string, a batch of strings, or a tuple `(text_a, text_b)` (or more) of them.
         y: optional labels, passed through.
@@ -57,6 +60,12 @@ class BertPreprocessor(TokenizerPreprocessor):
             truncate=self.truncate,
             dtype="int32",
         )
+
+    def settings_changed(self):
+        # The packer reads its length and rule at call time: the next call (and trace) packs so.
+        if self._packer is not None:
+            self._packer.sequence_length = self.sequence_length
+            self._packer.truncate = self.truncate
 
     def call(self, x, y=None, sample_weight=None):
         if self._packer is None:  # the tokenizer got its vocabulary after construction

@@ -69,6 +69,11 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
     """
 
     settings = ("sequence_length", "doc_stride", "max_query_length", "rules")
+    # The windows read the other settings at call time; the rules go with the task's decoder.
+    fixed_settings = {
+        "rules": "the task's decoder follows the same rules. Build the task with "
+                 "`BertSpanExtractor.from_preset(..., rules=...)`, which sets both.",
+    }
 
     def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, rules="original",
                  **kwargs):
@@ -216,9 +221,12 @@ class SpanExtractorPreprocessor(TokenizerPreprocessor):
 
 
 def as_pairs(x):
-    """`(questions, contexts)` or a list of `(question, context)` pairs -> two batches."""
+    """`(questions, contexts)` or a list of `(question, context)` pairs -> two batches; one
+    `(question, context)` pair of strings is a batch of one."""
     if isinstance(x, list) and x and all(isinstance(item, (tuple, list)) and len(item) == 2 for item in x):
         x = tuple(list(column) for column in zip(*x))
+    if isinstance(x, tuple) and len(x) == 2 and all(isinstance(item, (str, bytes)) for item in x):
+        x = ([x[0]], [x[1]])
     if not isinstance(x, tuple) or len(x) != 2:
         raise ValueError(
             "`x` must be a tuple `(questions, contexts)` or a list of (question, context) pairs. "

@@ -183,6 +183,11 @@ class TokenClassifierPreprocessor(TokenizerPreprocessor):
         padded = inner.to_tensor(default_value=tf.cast(fill, values.dtype), shape=[None, self.sequence_length])
         return tf.cast(padded, "int32")
 
+    def settings_changed(self):
+        # Windows, stride and padding read the settings at call time; the packer is told its length.
+        if self._packer is not None:
+            self._packer.sequence_length = self.sequence_length
+
     def _pack(self, ids):
         if self._packer is None:
             self._packer = SegmentPacker(

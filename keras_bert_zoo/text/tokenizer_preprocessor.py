@@ -17,9 +17,45 @@ class TokenizerPreprocessor(keras.layers.Layer):
     `TokenClassifierPreprocessor`, ...): a layer holding `tokenizer` whose constructor
     arguments named in `settings` are stored under the same names. `get_config` and
     `from_config` serialise them with the tokenizer; `preset_tokenizer` builds the
-    tokenizer of a preset."""
+    tokenizer of a preset.
+
+    A setting assigned after construction (`preprocessor.sequence_length = 64`) is checked
+    as the constructor checks it and takes effect in every later call, `fit`, `predict`,
+    `evaluate`, `save_to_preset` and export alike; one in `fixed_settings` is refused with
+    the way to get it."""
 
     settings = ()  # the subclass's constructor arguments besides `tokenizer`
+    fixed_settings = {}  # setting -> why it cannot change after construction, and what to do instead
+
+    def __setattr__(self, name, value):
+        if name in self.settings and name in self.__dict__:  # a change, not the constructor's first set
+            self.check_setting(name, value)
+            super().__setattr__(name, value)
+            self.settings_changed()
+            return
+        super().__setattr__(name, value)
+
+    def check_setting(self, name, value):
+        """Raises unless `name` may become `value`: the constructor's own checks, on the settings
+        with that one changed (a throwaway instance, never used)."""
+        if name in self.fixed_settings:
+            raise ValueError(
+                f"`{type(self).__name__}.{name}` cannot change after construction: {self.fixed_settings[name]} "
+                f"Received: {name}={value!r}."
+            )
+        settings = {key: getattr(self, key) for key in self.settings}
+        settings[name] = value
+        try:
+            type(self)(self.tokenizer, name=self.name, **settings)
+        except ValueError as e:
+            raise ValueError(
+                f"`{type(self).__name__}.{name} = {value!r}` is refused, and the preprocessor keeps "
+                f"{name}={getattr(self, name)!r}: {e}"
+            ) from e
+
+    def settings_changed(self):
+        """Called after a setting changed: a subclass hands the new values to what it built
+        from them (its `SegmentPacker`). Nothing here: settings read at call time need nothing."""
 
     def __init__(self, tokenizer, **kwargs):
         super().__init__(**kwargs)

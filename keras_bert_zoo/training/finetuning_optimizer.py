@@ -8,10 +8,14 @@ the clip (and fails outright when the embeddings' sparse gradients of different 
 meet in the clip), so `fit` would not equal one device.
 """
 
+import logging
+
 import keras
 import tensorflow as tf
 
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay
+
+logger = logging.getLogger("keras_bert_zoo.training")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -65,6 +69,15 @@ class FinetuningAdamW(BertAdamW):
         if self.clip_global_norm:
             grads = self._clip(list(grads))
         return super().apply(grads, trainable_variables)
+
+    def load_own_variables(self, store):
+        """Keras' loading; a file saved without optimizer state (`Task.save(...,
+        include_optimizer=False)`) leaves this optimizer fresh, and says so, where Keras would
+        warn of a mismatch between its unbuilt variables and none."""
+        if not list(store.keys()) and not self.built:
+            logger.info("The file holds no optimizer state: %s starts fresh (step 0).", type(self).__name__)
+            return
+        super().load_own_variables(store)
 
     def get_config(self):
         return dict(super().get_config(), global_clipnorm=self.clip_global_norm)
