@@ -31,9 +31,15 @@ def chunk_tables(labels):
 
 
 def _char_offsets(texts, rows, byte_offsets):
-    """Byte offsets into valid UTF-8 `texts[rows]` -> character offsets."""
-    prefixes = tf.strings.substr(tf.gather(texts, rows), tf.zeros_like(byte_offsets), byte_offsets)
-    return tf.strings.length(prefixes, unit="UTF8_CHAR")
+    """Byte offsets into valid UTF-8 `texts[rows]` -> character offsets: the characters of the
+    row that start before each offset, by a binary search of every character's start (linear
+    memory; a prefix cut per entity would copy its text once per entity)."""
+    _, starts = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")  # ragged (batch, chars) bytes
+    span = tf.reduce_max(tf.concat([tf.strings.length(texts), [0]], 0)) + 1
+    keys = starts.value_rowids() * tf.cast(span, tf.int64) + starts.flat_values  # row-major: sorted
+    found = tf.searchsorted(keys, rows * tf.cast(span, tf.int64) + byte_offsets, side="left",
+                            out_type=tf.int64)
+    return found - tf.gather(starts.row_starts(), rows)
 
 
 def decode_entities(texts, windows, piece_labels, labels):
@@ -68,24 +74,31 @@ def decode_entities(texts, windows, piece_labels, labels):
     pair = tf.stack([previous, tags], axis=-1)
     starts = tf.gather_nd(tf.constant(starts_table), pair)  # (batch, words + 1)
     ends = tf.gather_nd(tf.constant(ends_table), pair)
-    # A chunk opened at word s closes at the first end e > s (an open chunk's next start is an end).
-    index = tf.range(width + 1)
-    later = ends[:, tf.newaxis, :] & (index[tf.newaxis, tf.newaxis, :] > index[tf.newaxis, :, tf.newaxis])
-    close = tf.argmax(tf.cast(later, tf.int32), axis=-1)  # (batch, words + 1): first end after each word
+    # A chunk opened at word s closes at the first end e > s in its row (the closing "O" ends any
+    # chunk still open). Ends and starts as row-major keys row * (words + 1) + word: a binary search
+    # of the sorted end keys finds each close in memory linear in the words (a words x words table
+    # of "end after start" would take gigabytes for one long text).
+    stride = width + 1
+    end_rows, end_words = tf.unstack(tf.where(ends), axis=1)  # row-major, so the keys come sorted
     chunk_rows, first = tf.unstack(tf.where(starts), axis=1)  # row-major: each row's chunks in order
-    last = tf.gather_nd(close, tf.stack([chunk_rows, first], 1)) - 1  # inclusive last word
+    close = tf.searchsorted(end_rows * stride + end_words, chunk_rows * stride + first, side="right",
+                            out_type=tf.int64)
+    last = tf.gather(end_words, close) - 1  # inclusive last word
     kind = tf.gather(tf.constant(types), tf.gather_nd(tags, tf.stack([chunk_rows, last], 1)))
     word_starts = tf.gather(words.row_starts(), chunk_rows)
-    start_char = _char_offsets(texts, chunk_rows, tf.gather(byte_begins.flat_values, word_starts + first))
-    end_char = _char_offsets(texts, chunk_rows, tf.gather(byte_ends.flat_values, word_starts + last))
-    text = tf.strings.substr(tf.gather(texts, chunk_rows), start_char, end_char - start_char, unit="UTF8_CHAR")
+    byte_begin = tf.gather(byte_begins.flat_values, word_starts + first)
+    byte_end = tf.gather(byte_ends.flat_values, word_starts + last)
+    start_char = _char_offsets(texts, chunk_rows, byte_begin)
+    end_char = _char_offsets(texts, chunk_rows, byte_end)
 
     def padded(values, fill):
         ragged = tf.RaggedTensor.from_value_rowids(values, chunk_rows, nrows=batch)
         return ragged.to_tensor(default_value=fill)
 
+    # Each text broadcast against its entities' byte spans: no copy of a text per entity.
+    text = tf.strings.substr(texts[:, tf.newaxis], padded(byte_begin, 0), padded(byte_end - byte_begin, 0))
     return {
-        "entity_text": padded(text, ""),
+        "entity_text": text,
         "entity_type": padded(kind, ""),
         "start_char": padded(tf.cast(start_char, tf.int32), -1),
         "end_char": padded(tf.cast(end_char, tf.int32), -1),

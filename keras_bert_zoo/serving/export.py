@@ -32,12 +32,15 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.serving import specs as export_tasks
-from keras_bert_zoo.serving.spec_base import PREDICT
+from keras_bert_zoo.serving.spec_base import IDS, PREDICT
+from keras_bert_zoo.text import normalize as norm
 from keras_bert_zoo.text.vocabulary import save_vocabulary
 from keras_bert_zoo.utils import files, keras_internals
 
 SIGNATURES = ("text", "ids", "examples")
 VOCABULARY_FILE = "vocab.txt"
+MAX_INPUT_CHARS = 100_000
+"""Characters of each string input an export reads by default (see the module: long inputs)."""
 
 
 def _check_signatures(signatures):
@@ -76,15 +79,50 @@ def _function(specs, body):
     return tf.function(call, input_signature=[specs[n] for n in names], autograph=False)
 
 
-def serving_functions(task, spec, signatures):
-    """`{signature key: (concrete function, method name)}` for `task` under `spec`."""
+def one_row_if_empty(ids, rows):
+    """`ids` unchanged, or with no rows: one row of zeros (each other axis at least 1 long)."""
+    return tf.cond(rows > 0, lambda: ids, lambda: tf.zeros(tf.maximum(tf.shape(ids), 1), ids.dtype))
+
+
+def check_rows(raw):
+    """Asserts in the graph that every string input of a request has as many rows."""
+    names = sorted(raw)
+    rows = tf.shape(raw[names[0]])[0]
+    return [tf.debugging.assert_equal(
+        tf.shape(raw[name])[0], rows,
+        message=f"Every input of a request needs one row per example: `{name}` and `{names[0]}` have "
+        "different numbers of rows. Send as many of each.") for name in names[1:]]
+
+
+def check_ids(packed, max_length):
+    """Asserts in the graph that the packed ids share one shape, at most `max_length` positions."""
+    checks = [tf.debugging.assert_equal(
+        tf.shape(packed[name]), tf.shape(packed["token_ids"]),
+        message=f"`{name}` must have the shape of `token_ids` (one entry per token).") for name in IDS[1:]]
+    if max_length is not None:
+        checks.append(tf.debugging.assert_less_equal(
+            tf.shape(packed["token_ids"])[-1], max_length,
+            message=f"`token_ids` has more positions than this model's max_sequence_length={max_length}. "
+            f"Cut or window each row to at most {max_length} ids (the `serving_default` signature windows text)."))
+    return checks
+
+
+def serving_functions(task, spec, signatures, max_input_chars=MAX_INPUT_CHARS):
+    """`{signature key: (concrete function, method name)}` for `task` under `spec`; each
+    string input is read up to its first `max_input_chars` characters (None: all of it)."""
     preprocessor = task.preprocessor
+    max_length = getattr(getattr(task, "backbone", None), "max_sequence_length", None)
 
     model_keys = getattr(spec, "model_inputs", inputs_lib.SEQUENCE_KEYS)
 
     def run_model(ids):
         own = getattr(spec, "run_model", None)  # a spec that needs more than the task's outputs
-        return own(ids) if own else task(ids, training=False)
+        rows = tf.shape(ids["token_ids"])[0]
+        # The backbone's layers cannot run on zero rows (an empty TensorArray has no shape to
+        # stack): an empty batch runs one padding row, and its outputs are cut back to none.
+        ids = {key: one_row_if_empty(value, rows) for key, value in ids.items()}
+        outputs = own(ids) if own else task(ids, training=False)
+        return tf.nest.map_structure(lambda t: t[:rows], outputs)
 
     # The model is traced once, into a function each signature calls: the SavedModel holds one
     # copy of its graph, and three signatures cost about one model trace instead of three.
@@ -94,15 +132,25 @@ def serving_functions(task, spec, signatures):
         return spec.outputs(model_function({key: packed[key] for key in model_keys}), raw, packed)
 
     def from_text(raw):
+        # The cap bounds what one request costs: tokens, windows and model rows all grow with
+        # the text; the outputs' offsets and answers index the capped text, a prefix of the input.
+        raw = {name: norm.cap_length(value, max_input_chars) for name, value in raw.items()}
+        with tf.control_dependencies(check_rows(raw)):
+            raw = {name: tf.identity(value) for name, value in raw.items()}
         packed = spec.preprocess(preprocessor, raw)
         packed, _, _ = inputs_lib.trim_to_longest(packed)
         return answer(packed, raw)
+
+    def from_ids(packed):
+        with tf.control_dependencies(check_ids(packed, max_length)):
+            packed = {name: tf.identity(value) for name, value in packed.items()}
+        return answer(packed, None)
 
     functions = {}
     if "text" in signatures:
         functions["serving_default"] = (_function(spec.text_specs(), from_text), PREDICT)
     if "ids" in signatures:
-        functions["ids"] = (_function(spec.ids_specs(), lambda packed: answer(packed, None)), PREDICT)
+        functions["ids"] = (_function(spec.ids_specs(), from_ids), PREDICT)
     if "examples" in signatures:
         features = spec.example_features()
         method = spec.examples_method()
