@@ -118,8 +118,9 @@ def test_mnli_pairs_score_matched_and_mismatched_dev_sets(tmp_path, preset):
                                   "--export-dir", str(tmp_path / "served")))
     assert set(results["dev"]) == {"accuracy"} and results["dev"] == results["dev_mismatched"]
     lines = open(os.path.join(out, "dev_mismatched_predictions.tsv")).read().splitlines()
-    assert lines[0] == "index\tprediction\tlabel" and [r.split("\t")[2] for r in lines[1:]] == [
-        "neutral", "contradiction"]
+    assert lines[0] == "\t".join(["index", "prediction", "label", "probability_contradiction",
+                                   "probability_entailment", "probability_neutral"])
+    assert [r.split("\t")[2] for r in lines[1:]] == ["neutral", "contradiction"]
     # A pair task's export takes the two sentences, and answers as the run predicted.
     from keras_bert_zoo.data.glue import read_glue
 
