@@ -29,7 +29,8 @@ class BertSpanExtractor(Task):
     which for SQuAD's mostly one-window contexts is nearly the same).
 
     Args:
-        backbone: `keras_bert_zoo.BertBackbone`.
+        backbone: `keras_bert_zoo.BertBackbone`. Its pooler (`pooled_dense`), which no
+            output reads, is set non-trainable.
         preprocessor: `keras_bert_zoo.text.SpanExtractorPreprocessor` or None.
         n_best_size: int. Start/end candidates per window. Defaults to 20.
         max_answer_length: int. Longest answer in tokens. Defaults to 30.
@@ -112,6 +113,11 @@ class BertSpanExtractor(Task):
             self._apply_skip_padding(True)
         # === Head ===
         self.span_dense = span_dense
+        # No output reads `pooled_output`, so the pooler gets no gradient: frozen, it is out of
+        # the trained set (else Keras warns "Gradients do not exist for variables [pooled_dense ...]"
+        # at every fit, and the optimizer keeps slots for it). Its weights stay in the backbone,
+        # loaded and saved with it (presets, Google and HF checkpoints).
+        backbone.pooled_dense.trainable = False
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """`Task.compile`; the `"auto"` loss is (start CE + end CE) / 2."""

@@ -25,7 +25,8 @@ class BertTokenClassifier(ClassifierHead, Task):
     over those pieces only (Keras' `sample_weight`, no custom loss).
 
     Args:
-        backbone: `keras_bert_zoo.BertBackbone`.
+        backbone: `keras_bert_zoo.BertBackbone`. Its pooler (`pooled_dense`), which no
+            output reads, is set non-trainable.
         num_classes: int. Labels (with "O").
         preprocessor: `keras_bert_zoo.text.TokenClassifierPreprocessor` or None.
         labels: list of str or None. Label names (IOB2 tags such as "B-PER"; from
@@ -75,6 +76,11 @@ class BertTokenClassifier(ClassifierHead, Task):
         # === Head ===
         for name, layer in head.items():
             setattr(self, name, layer)
+        # No output reads `pooled_output`, so the pooler gets no gradient: frozen, it is out of
+        # the trained set (else Keras warns "Gradients do not exist for variables [pooled_dense ...]"
+        # at every fit, and the optimizer keeps slots for it). Its weights stay in the backbone,
+        # loaded and saved with it (presets, Google and HF checkpoints).
+        backbone.pooled_dense.trainable = False
 
     def _head(self, backbone, inputs, num_classes, dropout, policy):
         """Packed inputs -> (logits, {attribute: head layer}); subclasses change the head here."""

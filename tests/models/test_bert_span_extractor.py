@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import warnings
 
 import keras
 import numpy as np
@@ -249,3 +250,24 @@ def test_hf_pipeline_rules_reach_windows_decoding_presets_and_export(tmp_path):
     assert BertSpanExtractor.from_preset(str(tmp_path / "hf_rules"), rules="original").preprocessor.rules == "original"
     with pytest.raises(ValueError, match="same `rules`"):
         BertSpanExtractor(task.backbone, preprocessor=task.preprocessor)
+
+
+def test_fit_trains_no_pooler_and_checkpoints_keep_it(tmp_path, caplog, capfd):
+    """No output reads the pooler: it is not trained, so Keras has no "Gradients do not exist"
+    warning to give; the HF checkpoint's pooler loads, and the preset round trip keeps it."""
+    task = BertSpanExtractor.from_preset(_preset(tmp_path), sequence_length=32, dropout=0.0)
+    hf = lib.hf_tensors("gelu")
+    np.testing.assert_array_equal(task.backbone.pooled_dense.kernel.numpy(), hf["bert.pooler.dense.weight"].T)
+    task.compile()
+    questions, contexts, spans = _data()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        task.fit((questions, contexts), spans, epochs=1, batch_size=4, verbose=0)
+    out, err = capfd.readouterr()
+    said = "\n".join(str(w.message) for w in caught) + caplog.text + out + err
+    assert "Gradients do not exist" not in said, said[-2000:]
+    assert not task.backbone.pooled_dense.trainable
+    np.testing.assert_array_equal(task.backbone.pooled_dense.kernel.numpy(), hf["bert.pooler.dense.weight"].T)
+    task.save_to_preset(str(tmp_path / "preset"))
+    again = BertSpanExtractor.from_preset(str(tmp_path / "preset"))
+    np.testing.assert_array_equal(again.backbone.pooled_dense.bias.numpy(), hf["bert.pooler.dense.bias"])

@@ -1,5 +1,7 @@
 """BertTokenClassifier: first-piece loss, windows back to words, entities, saving, learning."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -111,3 +113,32 @@ def test_preset_keeps_the_window_stride_and_predicts_the_same(tmp_path):
     assert BertTokenClassifier.from_preset(directory, window_stride=2).preprocessor.window_stride == 2
     with pytest.raises(ValueError, match="window_stride=0"):
         BertTokenClassifier.from_preset(directory, window_stride=0)
+
+
+def _fit_recording_warnings(task, *args, **kwargs):
+    """`task.fit(...)`, every warning recorded (none filtered out as already shown)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        task.fit(*args, **kwargs)
+    return [str(w.message) for w in caught]
+
+
+def test_fit_trains_no_pooler_and_the_preset_keeps_it(tmp_path, caplog, capfd):
+    """No output reads the pooler: it is not trained, so Keras has no "Gradients do not exist"
+    warning to give; its weights still load and save with the backbone."""
+    tagger = _tagger()
+    pooler = [w.numpy() for w in tagger.backbone.pooled_dense.weights]
+    tagger.compile()
+    x, y, w = tagger.preprocessor(X, Y)
+    messages = _fit_recording_warnings(tagger, x, y, sample_weight=w, epochs=1, batch_size=5, verbose=0)
+    out, err = capfd.readouterr()
+    said = "\n".join(messages) + caplog.text + out + err
+    assert "Gradients do not exist" not in said, said[-2000:]
+    trained = {id(v) for v in tagger.trainable_weights}
+    assert not any(id(v) in trained for v in tagger.backbone.pooled_dense.weights)
+    for before, after in zip(pooler, tagger.backbone.pooled_dense.weights):
+        np.testing.assert_array_equal(before, after.numpy())
+    tagger.save_to_preset(str(tmp_path / "preset"))
+    again = BertTokenClassifier.from_preset(str(tmp_path / "preset"))
+    for before, after in zip(pooler, again.backbone.pooled_dense.weights):
+        np.testing.assert_array_equal(before, after.numpy())
