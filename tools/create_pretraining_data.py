@@ -110,7 +110,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from tools._startup import run_main
+
+    run_main(main)  # a user error: one line, exit 2 (--debug: the traceback)
     # Every shard and the report are written, closed and renamed by now: skip the
     # interpreter's teardown (freeing TensorFlow's pipeline caches and thread pools
     # only costs time).

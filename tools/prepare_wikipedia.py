@@ -52,4 +52,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from tools._startup import run_main
+
+    run_main(main)  # a user error: one line, exit 2 (--debug: the traceback)

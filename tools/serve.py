@@ -1,10 +1,13 @@
 """Serve an exported SavedModel over TF Serving's REST API, on KServe's model server.
 
-    python tools/serve.py --model served/sst2/1 --name sst2 --port 8501
+    python tools/serve.py --model served/sst2 --port 8501
     curl -d '{"instances": ["a gripping film"]}' localhost:8501/v1/models/sst2:predict
 
-`POST /v1/models/NAME:predict` takes `{"instances": [...]}` or `{"inputs": {...}}` and answers as
-TF Serving would; `GET /v1/models/NAME` says whether the model is ready. Concurrent requests are
+`--model` is an export folder, or TF Serving's base path (`served/sst2/<version>/`: the highest
+version is served), named in the URL by --name or its folder's name; `--model NAME=DIR`, given
+several times, serves several exports from one process. `POST /v1/models/NAME:predict` takes
+`{"instances": [...]}` or `{"inputs": {...}}` and answers as TF Serving would; `GET
+/v1/models/NAME` answers TF Serving's model status. Concurrent requests are
 batched (up to --max-batch-size rows, waiting at most --max-wait-ms); more than --max-queue waiting
 requests get 503 with Retry-After; SIGTERM finishes the requests in flight and exits.
 Needs the `serve` extra (kserve).
@@ -21,8 +24,11 @@ from tools._startup import import_tensorflow  # noqa: E402
 
 def build_parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True, help="SavedModel directory (tools/export.py)")
-    p.add_argument("--name", default=None, help="model name in the URL (default: the export's folder name)")
+    p.add_argument("--model", required=True, action="append",
+                   help="export folder (tools/export.py) or TF Serving base path DIR/<version>/; NAME=DIR to name it; "
+                   "repeat to serve several")
+    p.add_argument("--name", default=None, help="model name in the URL for a single --model DIR (default: the "
+                   "export's folder name)")
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--max-batch-size", type=int, default=32, help="most rows in one call; 1 turns batching off")
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a batch waits for more requests")
@@ -41,12 +47,27 @@ def main(argv=None):
     import_tensorflow()
     from keras_bert_zoo.serving import server  # lazy: kserve and TensorFlow load after --help (start-up time)
 
-    name = args.name or os.path.basename(os.path.normpath(args.model))
-    if name.isdigit():  # served/sst2/1: the version folder; the model is its parent
-        name = os.path.basename(os.path.dirname(os.path.normpath(args.model)))
-    server.serve(args.model, name, args.port, args.max_batch_size, args.max_wait_ms, args.max_queue,
-                 args.max_instances, args.batch_delay_ms, args.grace_period)
+    server.serve(model_names(args.model, args.name), args.port, args.max_batch_size, args.max_wait_ms,
+                 args.max_queue, args.max_instances, args.batch_delay_ms, args.grace_period)
     return 0
+
+
+def model_names(models, name=None):
+    """--model values -> {name in the URL: export folder}; refuses a name given twice."""
+    if name is not None and len(models) > 1:
+        raise ValueError("--name names a single --model; with several, give each as --model NAME=DIR.")
+    named = {}
+    for value in models:
+        key, _, path = value.partition("=") if "=" in value and not os.path.exists(value) else (None, "", value)
+        if key is None:
+            key = name or os.path.basename(os.path.normpath(path))
+            if key.isdigit():  # served/sst2/1: the version folder; the model is its parent
+                key = os.path.basename(os.path.dirname(os.path.normpath(path)))
+        if key in named:
+            raise ValueError(f"--model: the name {key!r} is given twice ({named[key]} and {path}); name each "
+                             "export once (--model NAME=DIR).")
+        named[key] = path
+    return named
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ from tools import finetune
 from tools._startup import run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUR_TOOLS = ("finetune", "tune", "export", "predict", "serve", "pretrain", "convert_checkpoint")
+OUR_TOOLS = ("finetune", "tune", "export", "predict", "serve", "pretrain", "convert_checkpoint", "create_pretraining_data",
+             "learn_vocab", "prepare_wikipedia", "quickstart")  # not fetch_bigbench_qa: it runs before the install
 
 
 @pytest.fixture
