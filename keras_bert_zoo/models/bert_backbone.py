@@ -7,7 +7,7 @@ from keras_bert_zoo.layers.bert_embeddings import BertEmbeddings
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, check_activation
 from keras_bert_zoo.models.base import Backbone
-from keras_bert_zoo.utils.precision import AUTO, default_policy
+from keras_bert_zoo.utils.precision import AUTO, auto_precision, default_policy
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -33,11 +33,13 @@ class BertBackbone(Backbone):
         activation: str. `"gelu"` (exact, default) or `"gelu_approximate"`.
         causal: bool. Left-to-right attention for the §5.1 ablation. Defaults to False.
         dtype: str or `keras.DTypePolicy`, a float policy, e.g. `"float32"` or
-            `"mixed_bfloat16"`. None or `"auto"` (default): `utils.precision.default_policy()`,
+            `"mixed_bfloat16"`. None (default): Keras' global policy, float32 unless set
+            (`keras.config.set_dtype_policy`; `utils.precision.default_policy()`), so that a
+            checkpoint loaded with the defaults matches its reference on every machine; saved
+            as None, so a reloaded model follows the global policy where it is loaded.
+            `"auto"`: the opt-in that picks for this machine (`utils.precision.auto_precision()`:
             `mixed_bfloat16` on a CPU with native bf16 (AVX512-BF16/AMX) or a GPU/TPU, float32
-            elsewhere (or Keras' global policy where it was set to another than float32);
-            the variables are float32 in either. A default policy is saved as None, so a
-            reloaded model picks again on its machine.
+            elsewhere), saved as the policy it picked. The variables are float32 in any.
 
     Wrong types raise `TypeError` (`hidden_dim="32"`, `causal="no"`), wrong values
     `ValueError`, each naming the argument.
@@ -83,7 +85,9 @@ class BertBackbone(Backbone):
                 "`num_heads` must divide `hidden_dim`. Received: "
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}."
             )
-        auto_dtype = dtype is None or (isinstance(dtype, str) and dtype == AUTO)
+        auto_dtype = dtype is None  # follows the global policy, saved as such (`Backbone.get_config`)
+        if isinstance(dtype, str) and dtype == AUTO:
+            dtype = auto_precision()  # asked for: the machine's fast policy, saved as picked
         policy = args.float_policy(default_policy() if auto_dtype else dtype)
         embeddings = BertEmbeddings(
             vocabulary_size,
@@ -137,7 +141,7 @@ class BertBackbone(Backbone):
         # keras.Model (Functional) drops `dtype`; keep it so get_config/.keras reloads keep
         # the mixed-precision policy (the public setter, as keras-hub's Backbone).
         self.dtype_policy = policy
-        self.auto_dtype = auto_dtype  # saved as dtype None (`Backbone.get_config`)
+        self.auto_dtype = auto_dtype  # saved as dtype None: the global policy where reloaded
         # === Config ===
         self.vocabulary_size = vocabulary_size
         self.num_layers = num_layers

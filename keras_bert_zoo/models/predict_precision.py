@@ -1,7 +1,9 @@
 """`Task.predict(..., precision=...)`: inference in another float policy than the model's own.
 
-A float32 model predicts in `mixed_bfloat16` (about twice as fast where the CPU has native
-bf16, `utils/precision.py`) without being rebuilt: for the call, every layer that runs
+Only when asked: without `precision` a model predicts in its own policy (float32 unless the
+user asked otherwise, `utils/precision.py`). With `precision="mixed_bfloat16"` (or `"auto"`,
+which picks it where the CPU has native bf16, about twice as fast there) a float32 model
+predicts in bf16 without being rebuilt: for the call, every layer that runs
 the model's own policy takes the requested one (the variables stay as they are; Keras
 casts them to the compute dtype as it reads them), and the predict function traced under
 it is kept for the next call under the same policy. Afterwards every layer has its own
@@ -40,8 +42,9 @@ def predicting_in(model, precision):
 
     Args:
         model: a built `keras.Model` whose policy is a plain float policy.
-        precision: None, `"auto"` (`utils.precision.auto_precision()`) or a policy name
-            (`"float32"`, `"mixed_bfloat16"`, `"mixed_float16"`).
+        precision: None (the model's own policy: nothing is switched), `"auto"`
+            (`utils.precision.auto_precision()`) or a policy name (`"float32"`,
+            `"mixed_bfloat16"`, `"mixed_float16"`).
 
     Raises:
         ValueError: an unknown `precision`, or a quantized model (its layers' policies

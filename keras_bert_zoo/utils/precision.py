@@ -1,11 +1,16 @@
-"""The fast float policy for this machine: `mixed_bfloat16` where bf16 is native, else float32.
+"""Float policies: float32 unless the user asks otherwise; `"auto"` picks the fast one on request.
 
-On a CPU with native bf16 instructions (AVX512-BF16 or AMX-BF16) oneDNN runs bf16 matmuls
-at about twice the float32 rate; on a CPU without them (AVX2 only) bf16 is emulated and *slower* than
-float32 (`../shared/PERFORMANCE.md`). GPUs and TPUs run bf16 natively. `auto_precision()`
-picks accordingly; the environment variable `KERAS_BERT_ZOO_PRECISION` overrides it.
-A `BertBackbone` (and so every task) built without `dtype` takes `default_policy()`: the
-fast policy, unless Keras' global policy was set to another than float32.
+Every model, task and command runs in float32 unless asked: a checkpoint loaded with the
+defaults then matches its reference (Google's, HF's) to float32 rounding, and the API and the
+commands train the same numerics on every machine. A model built without `dtype` follows
+Keras' global policy (`keras.config.set_dtype_policy("mixed_bfloat16")`), float32 unless
+set (`default_policy()`). `"auto"` (`dtype="auto"`, `precision="auto"`, `--precision auto`)
+is the opt-in that picks for this machine (`auto_precision()`): on a CPU with native bf16
+instructions (AVX512-BF16 or AMX-BF16) oneDNN runs bf16 matmuls at about twice the float32
+rate; on a CPU without them (AVX2 only) bf16 is emulated and *slower* than float32
+(`../shared/PERFORMANCE.md`); GPUs and TPUs run bf16 natively. The environment variable
+`KERAS_BERT_ZOO_PRECISION` is the user's choice by environment: it answers `"auto"`, and
+models built without `dtype` while the global policy is float32 take it.
 """
 
 import os
@@ -76,7 +81,7 @@ def _has_accelerator():
 
 
 def auto_precision(flags=None, accelerator=None):
-    """The float policy to use here: `"mixed_bfloat16"` where bf16 is fast, else `"float32"`.
+    """What `"auto"` picks here: `"mixed_bfloat16"` where bf16 is fast, else `"float32"`.
 
     `KERAS_BERT_ZOO_PRECISION` (one of `float32`, `mixed_bfloat16`, `mixed_float16`), when
     set, wins.
@@ -88,13 +93,8 @@ def auto_precision(flags=None, accelerator=None):
     Returns:
         str, a Keras dtype policy name.
     """
-    forced = os.environ.get(ENV, "").strip()
+    forced = forced_precision()
     if forced:
-        if forced not in PRECISIONS:
-            raise ValueError(
-                f"The environment variable {ENV} must be one of {', '.join(PRECISIONS)}. "
-                f"Received: {forced!r}. Unset it to choose automatically."
-            )
         return forced
     if accelerator is None:
         accelerator = _has_accelerator()
@@ -103,28 +103,83 @@ def auto_precision(flags=None, accelerator=None):
     return "float32"
 
 
-def default_policy():
-    """The float policy of a model built without `dtype`.
+def forced_precision():
+    """The policy `KERAS_BERT_ZOO_PRECISION` names, or None where it is unset.
 
-    Keras' global policy where it was set to something other than float32 (the user's
-    choice), else `auto_precision()`: `mixed_bfloat16` where bf16 is native, float32
-    elsewhere. `dtype="float32"` (or `KERAS_BERT_ZOO_PRECISION=float32`) pins float32.
+    Raises:
+        ValueError: the variable names no supported policy.
+    """
+    forced = os.environ.get(ENV, "").strip()
+    if forced and forced not in PRECISIONS:
+        raise ValueError(
+            f"The environment variable {ENV} must be one of {', '.join(PRECISIONS)}. "
+            f"Received: {forced!r}. Unset it to choose automatically."
+        )
+    return forced or None
+
+
+def default_policy():
+    """The float policy of a model built without `dtype`: float32 unless the user asked otherwise.
+
+    Keras' global policy where it was set to something other than float32
+    (`keras.config.set_dtype_policy`), else `KERAS_BERT_ZOO_PRECISION` where set, else
+    float32. Never a policy picked for the machine: that is `dtype="auto"`'s opt-in.
     """
     import keras  # lazy: reading the precision setting needs no Keras (start-up time)
 
     policy = keras.config.dtype_policy()
     if policy.name != "float32":
         return policy
-    return auto_precision()
+    return keras.dtype_policies.get(forced_precision() or "float32")
+
+
+def auto_reason(flags=None, accelerator=None):
+    """Why `auto_precision()` picks what it picks here, in a few words (for a command's log line)."""
+    forced = forced_precision()
+    if forced:
+        return f"{ENV}={forced}"
+    if accelerator is None:
+        accelerator = _has_accelerator()
+    if accelerator:
+        return "a GPU/TPU runs bf16 natively"
+    if cpu_has_native_bf16(flags):
+        return "this CPU runs bf16 natively (AVX512-BF16/AMX)"
+    return "this CPU has no native bf16 (AVX512-BF16/AMX), where bf16 is emulated and slower"
+
+
+def precision_line(policy, asked=None, flag="--precision"):
+    """The line a command prints once at its start: the float policy it runs in, and why.
+
+    Args:
+        policy: str. The policy the run actually uses.
+        asked: str or None. The flag's value as given; None: not given (the default, float32).
+        flag: str. The flag that sets it, as the line names it.
+
+    Returns:
+        str, e.g. "precision: float32 (default; --precision auto picks mixed_bfloat16 on this
+        machine: this CPU runs bf16 natively (AVX512-BF16/AMX))".
+    """
+    wanted = resolve_precision(asked)
+    if wanted != policy:  # a model file saved with its own policy keeps it
+        given = "the default" if asked is None else f"{flag} {asked}"
+        return f"precision: {policy} (the model's own saved policy; {given} ({wanted}) does not change it)"
+    if asked == AUTO:
+        return f"precision: {policy} ({flag} auto: {auto_reason()})"
+    if asked is not None:
+        return f"precision: {policy} ({flag} {asked})"
+    return f"precision: float32 (default; {flag} auto picks {auto_precision()} on this machine: {auto_reason()})"
 
 
 def resolve_precision(precision):
-    """Returns `precision`, with `"auto"` (or None) replaced by `auto_precision()`.
+    """Returns `precision`, with `"auto"` replaced by `auto_precision()` and None (nothing
+    asked) by `"float32"`, the default of every command.
 
     Raises:
         ValueError: for a name that is neither "auto" nor a supported policy.
     """
-    if precision is None or precision == AUTO:
+    if precision is None:
+        return "float32"
+    if precision == AUTO:
         return auto_precision()
     if precision not in PRECISIONS:
         raise ValueError(

@@ -59,35 +59,6 @@ def _bf16_cpu(monkeypatch, native):
     monkeypatch.setattr(precision_lib, "cpu_flags", lambda path=None: frozenset(flags))
 
 
-def test_a_task_built_without_dtype_computes_in_bf16_where_the_cpu_has_it(monkeypatch, tmp_path):
-    import keras
-
-    _bf16_cpu(monkeypatch, native=True)
-    task = tiny_classifier()
-    assert task.backbone.dtype_policy.name == "mixed_bfloat16" and task.backbone.auto_dtype
-    assert {v.dtype for v in task.weights} == {"float32"}  # float32 variables, bf16 compute
-    pinned = tiny_classifier(dtype="float32")  # an explicit dtype wins
-    assert pinned.backbone.dtype_policy.name == "float32" and not pinned.backbone.auto_dtype
-    pinned.set_weights(task.get_weights())
-    bf16 = task.predict(SENTENCES, verbose=0)
-    assert bf16.dtype == np.float32
-    np.testing.assert_array_equal(bf16, pinned.predict(SENTENCES, verbose=0, precision="mixed_bfloat16"))
-    task.compile()
-    task.fit(SENTENCES, np.array([0, 1, 0, 1, 1, 0]), batch_size=3, verbose=0)  # trains in bf16
-
-    # Saved as "pick on loading": float32 on a CPU without native bf16, bf16 back on one with it.
-    assert task.backbone.get_config()["dtype"] is None
-    task.save(tmp_path / "task.keras")
-    _bf16_cpu(monkeypatch, native=False)
-    reloaded = keras.saving.load_model(tmp_path / "task.keras")
-    assert reloaded.backbone.dtype_policy.name == "float32"
-    assert reloaded.get_layer("logits").dtype_policy.name == "float32"
-    np.testing.assert_array_equal(reloaded.get_weights()[0], task.get_weights()[0])
-    assert tiny_classifier().backbone.dtype_policy.name == "float32"
-    monkeypatch.setenv(precision_lib.ENV, "mixed_bfloat16")  # the override, either way
-    assert tiny_classifier().backbone.dtype_policy.name == "mixed_bfloat16"
-
-
 def test_a_global_policy_other_than_float32_is_the_users_choice(monkeypatch):
     import keras
 
@@ -109,7 +80,7 @@ def test_export_loads_presets_and_keras_files_in_the_policy_asked(monkeypatch, t
 
     assert export_tool.PRECISION_CHOICES == (precision_lib.AUTO,) + precision_lib.PRECISIONS
     _bf16_cpu(monkeypatch, native=True)
-    task = tiny_classifier()  # mixed_bfloat16 here, saved as "pick on loading"
+    task = tiny_classifier()  # float32 even here, saved as "the global policy"
     task.save_to_preset(str(tmp_path / "preset"))
     task.save(tmp_path / "task.keras")
     pinned = tiny_classifier(dtype="mixed_bfloat16")
@@ -119,13 +90,14 @@ def test_export_loads_presets_and_keras_files_in_the_policy_asked(monkeypatch, t
         return load_task(str(model), dtype=dtype).backbone.dtype_policy.name
 
     for model in (tmp_path / "preset", tmp_path / "task.keras"):
-        assert policy(model) == "mixed_bfloat16"
-        assert policy(model, "float32") == "float32"
+        assert policy(model) == "float32"
+        assert policy(model, "auto") == policy(model, "mixed_bfloat16") == "mixed_bfloat16"
     assert precision_lib.ENV not in os.environ  # the override was only for loading
     with pytest.warns(UserWarning, match="saved with dtype='mixed_bfloat16', which it keeps"):
         assert policy(tmp_path / "pinned.keras", "float32") == "mixed_bfloat16"
 
-    # tools/export.py writes float32 graphs unless asked (a bf16 graph is slow on a CPU without bf16).
+    # tools/export.py writes float32 graphs unless asked, as every command (a bf16 graph is slow on a CPU
+    # without bf16).
     exported = []
     export_module = importlib.import_module("keras_bert_zoo.serving.export")  # the package's `export` is the function
     monkeypatch.setattr(export_module, "export", lambda task, path, **kw: exported.append(task) or path)

@@ -188,6 +188,22 @@ def test_sharded_safetensors_and_google_without_prefix(tmp_path):
     lib.assert_matches_hf(backbone(lib.inputs_of(exp), training=False), exp, keys=("sequence_output", "pooled_output"))
 
 
+def test_defaults_load_float32_and_match_hf_on_a_cpu_with_native_bf16(monkeypatch):
+    # No `dtype`, nothing forced: float32 even where bf16 is native (the old default switched
+    # to mixed_bfloat16 there, 4e-2 away from HF), so a checkpoint matches its reference.
+    from keras_bert_zoo.utils import precision
+
+    monkeypatch.delenv(precision.ENV, raising=False)
+    monkeypatch.setattr(precision, "_has_accelerator", lambda: False)
+    monkeypatch.setattr(precision, "cpu_flags", lambda path=None: frozenset({"avx2", "avx512f", "avx512_bf16"}))
+    exp = lib.expected("gelu")
+    backbone = BertBackbone.from_preset(lib.fixture_dir("gelu"), dropout=0.0)
+    assert backbone.dtype_policy.compute_dtype == "float32"
+    out = backbone(lib.inputs_of(exp), training=False)
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(np.asarray(out[key]), exp[key], atol=1e-5, rtol=0, err_msg=key)
+
+
 def test_loads_into_mixed_precision_backbone():
     exp = lib.expected("gelu")
     full = BertBackbone.from_preset(lib.fixture_dir("gelu"), dropout=0.0)
