@@ -60,8 +60,10 @@ def build_parser():
     p.add_argument("--dropout", type=float)
     p.add_argument("--strategy", default="auto", choices=["auto", "cpu", "mirrored", "multi_worker", "tpu"])
     p.add_argument("--tpu", help="TPU name or address (sets TPU_NAME)")
-    p.add_argument("--precision", default="auto", choices=["auto", "float32", "mixed_bfloat16", "mixed_float16"],
-                   help="default auto: mixed_bfloat16 where bf16 is native (AVX512-BF16/AMX, GPU/TPU), else float32")
+    p.add_argument("--precision", choices=["auto", "float32", "mixed_bfloat16", "mixed_float16"],
+                   help="default float32, as every command and the Python API; auto: mixed_bfloat16 where bf16 is "
+                   "native (AVX512-BF16/AMX, GPU/TPU), else float32. Printed at the start, recorded in "
+                   "run_settings.json and the preset's config.json (a resumed run must keep it)")
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--warmup-steps", type=int, default=100)
     p.add_argument("--batch-size", type=int, default=32, help="global batch size")
@@ -105,7 +107,7 @@ def build_config(args):
     return PretrainingConfig(
         args.output_dir, args.checkpoint_dir, train_files=args.train_files, tfrecords=args.tfrecords,
         vocabulary=args.vocabulary, preset=args.preset, size=size, load_weights=args.load_weights,
-        strategy=args.strategy, precision=args.precision, steps=args.steps, warmup_steps=args.warmup_steps,
+        strategy=args.strategy, precision=args.precision or "float32", steps=args.steps, warmup_steps=args.warmup_steps,
         batch_size=args.batch_size, learning_rate=args.learning_rate, sequence_length=args.sequence_length,
         max_predictions=args.max_predictions, save_every=args.save_every, log_dir=args.log_dir,
         eval_every=args.eval_every, eval_batches=args.eval_batches, eval_files=args.eval_files,
@@ -123,6 +125,9 @@ def main(argv=None):
         os.environ["TPU_NAME"] = args.tpu
     config = build_config(args)
     from keras_bert_zoo.pretraining.run import run_pretraining
+    from keras_bert_zoo.utils.precision import precision_line  # lazy: TensorFlow after the flags (start-up time)
+
+    print(precision_line(config.precision, args.precision), flush=True)
 
     result = run_pretraining(config)
     if args.preset and args.load_weights:

@@ -40,7 +40,8 @@ TINY = dict(size=None, max_articles=30, vocabulary_size=600, seq_length=64, batc
             steps=60, eval_every=30, eval_batches=4, max_predictions=10, learning_rate=2.5e-4,
             train_examples=320, dev_examples=200, finetune_batch_size=8, finetune_seq_length=48,
             throughput_examples=64)
-# Stage 1's model and peak learning rate, by the precision it runs in (flags given win), each
+# Stage 1's model and peak learning rate, by the precision it runs in (float32 unless
+# --precision asks otherwise; flags given win), each
 # chosen so that `make demo` fits 10 minutes on 2 cores with the install, at 1,000 steps:
 # - mixed precision (bf16 where the CPU has AVX512-BF16/AMX): BERT-Mini, which beats the unigram
 #   baseline's held-out MLM accuracy in that time;
@@ -102,9 +103,9 @@ def parse_args(argv=None):
     p.add_argument("--dropout", type=float, default=0.0, help="Dropout while pretraining (stage 1).")
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--workers", type=int, default=None, help="Processes for corpus preparation.")
-    p.add_argument("--precision", default="auto", choices=PRECISIONS, help="Float policy of pretraining; "
-                   "auto: mixed_bfloat16 where the CPU has native bf16 (AVX512-BF16/AMX) or on a GPU/TPU, "
-                   "else float32.")
+    p.add_argument("--precision", choices=PRECISIONS, help="Float policy of pretraining: float32 unless "
+                   "asked, as every command; auto: mixed_bfloat16 where the CPU has native bf16 (AVX512-BF16/AMX) "
+                   "or on a GPU/TPU (then the mixed recipe, BERT-Mini), else float32.")
     p.add_argument("--stages", type=_stages, default=STAGES, help="Comma-separated subset of "
                    f"{','.join(STAGES)}; finetune without pretrain uses the run's preset/ (or --our-preset).")
     f = p.add_argument_group("fine-tuning (stage 2)")
@@ -124,8 +125,8 @@ def parse_args(argv=None):
                    "fine-tuning, the same for all three (BERT's 0.1; stage 1's preset is saved with --dropout).")
     # float32, not auto: in mixed_bfloat16 all-MiniLM-L6-v2 stayed at the majority class (0.530 on
     # 512 examples, lr 5e-5) where float32 reached 0.705, and ran only 9% faster (36 vs 40 CPU-s).
-    f.add_argument("--finetune-precision", default="float32", choices=PRECISIONS,
-                   help="Float policy of fine-tuning (stage 2).")
+    f.add_argument("--finetune-precision", choices=PRECISIONS,
+                   help="Float policy of fine-tuning (stage 2); default float32.")
     f.add_argument("--real-preset", default=None, help="Real pretrained weights to compare with "
                    "(any preset); default all-MiniLM-L6-v2 as `make install` installs it.")
     f.add_argument("--real-lowercase", action=argparse.BooleanOptionalAction, default=None,
@@ -207,16 +208,19 @@ def main(argv=None):
     args = parse_args(argv)
     started, cpu_started, load = time.perf_counter(), _cpu_seconds(), os.getloadavg()[0]
     import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
-    from keras_bert_zoo.utils.precision import cpu_has_native_bf16, resolve_precision
+    from keras_bert_zoo.utils.precision import cpu_has_native_bf16, precision_line, resolve_precision
 
-    args.precision = resolve_precision(args.precision)
+    asked = args.precision, args.finetune_precision
+    args.precision = resolve_precision(args.precision)  # None: float32, every command's default
     args.finetune_precision = resolve_precision(args.finetune_precision)
-    stages.say("setup", f"precision {args.precision} (pretraining), {args.finetune_precision} (fine-tuning); "
-               f"load average {load:.1f}")
+    stages.say("setup", f"pretraining {precision_line(args.precision, asked[0])}; fine-tuning "
+               f"{precision_line(args.finetune_precision, asked[1], '--finetune-precision')}; load average {load:.1f}")
     args.recipe = apply_recipe(args)
     if args.recipe != "tiny" and "pretrain" in args.stages:
-        why = "this CPU has no native bf16 (AVX512-BF16/AMX), so " if (
-            args.recipe == "float32" and not cpu_has_native_bf16()) else ""
+        why = ""
+        if args.recipe == "float32":
+            why = ("this CPU has no native bf16 (AVX512-BF16/AMX), so " if not cpu_has_native_bf16() else
+                   "--precision auto would run the mixed recipe in bf16 on this CPU; ")
         stages.say("setup", f"{why}stage 1 runs in {args.precision}: the {args.recipe} recipe sized for 10 "
                    f"minutes on 2 cores (tools/quickstart.py's RECIPES; flags override): {args.size}, "
                    f"{args.steps:,} steps at peak learning rate {args.learning_rate:g}")
@@ -259,4 +263,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from tools._startup import run_main
+
+    run_main(main)  # a user error: one line, exit 2 (--debug: the traceback)

@@ -53,7 +53,7 @@ class PretrainingConfig:
     size: dict = dataclasses.field(default_factory=dict)  # SIZE_KEYS (+ dropout): custom size or preset overrides
     load_weights: bool = False  # start from the preset's backbone and the MLM / NSP heads it has
     strategy: str = "auto"  # see `get_strategy`
-    precision: str = "auto"  # "auto" (bf16 where native, else float32; resolved here) or one of PRECISIONS
+    precision: str = "float32"  # float32 unless asked: "auto" (bf16 where native; resolved here) or PRECISIONS
     steps: int = 1000  # training steps of the whole run (both phases): the schedule's length
     warmup_steps: int = 100  # linear learning-rate warm-up
     batch_size: int = 32  # global batch size (summed over replicas)

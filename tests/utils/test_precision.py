@@ -1,4 +1,4 @@
-"""auto_precision: bf16 only where the CPU (or an accelerator) runs it natively."""
+"""auto_precision, the opt-in: bf16 only where the CPU (or an accelerator) runs it natively."""
 
 import json
 import os
@@ -69,12 +69,14 @@ def test_auto_resolved_once_and_recorded(tmp_path, monkeypatch, forced):
     with open(os.path.join(config.output_dir, "results.json")) as f:
         assert json.load(f)["precision"] == forced
 
-    assert pretrain.build_parser().get_default("precision") == "auto"
+    assert pretrain.build_parser().get_default("precision") is None  # float32, as every command
     text, vocab = tmp_path / "corpus.txt", tmp_path / "vocab.txt"
     text.write_text("a b\n")
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\n")
-    pre = PretrainingConfig("o", "c", train_files=str(text), vocabulary=str(vocab),
-                            size={"num_layers": 1, "num_heads": 2, "hidden_dim": 8, "intermediate_dim": 16})
+    size = {"num_layers": 1, "num_heads": 2, "hidden_dim": 8, "intermediate_dim": 16}
+    pre = PretrainingConfig("o", "c", train_files=str(text), vocabulary=str(vocab), size=size)
+    assert pre.precision == "float32"  # pretraining's default, whatever auto would pick
+    pre = PretrainingConfig("o", "c", train_files=str(text), vocabulary=str(vocab), size=size, precision="auto")
     assert pre.precision == forced  # run_settings.json stores config.precision
 
 

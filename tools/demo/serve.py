@@ -56,8 +56,8 @@ def _export_best(args, run, finetuning, best):
     from keras_bert_zoo.models.bert_classifier import BertClassifier  # lazy: TensorFlow only when exporting here (start-up time)
     from keras_bert_zoo.serving.export import export  # lazy: as above
 
-    # In the policy it was fine-tuned and scored in (a preset does not keep one; without
-    # `dtype` it would pick bf16 on a bf16 CPU): the served answers are the scored model's.
+    # In the policy it was fine-tuned and scored in (a preset records it but builds float32
+    # unless `dtype` asks): the served answers are the scored model's.
     model = BertClassifier.from_preset(finetuning[best]["preset"], dtype=args.finetune_precision)
     return export(model, target), False
 
