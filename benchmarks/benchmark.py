@@ -37,7 +37,8 @@ HEADER = """# Benchmarks
 
 Written by `benchmarks/benchmark.py` (`make bench`). Machine: 2 AMD EPYC Zen 4 cores (AVX-512,
 bf16), 24 GiB, shared and noisy host: compare ratios measured in the same run, not absolute
-times across runs. Method: `../shared/PERFORMANCE.md`.
+times across runs. Method: `../shared/PERFORMANCE.md`. Rows name their precision: float32 is every
+model's and command's default, bf16 (`mixed_bfloat16`) the opt-in, measured in rows of its own.
 """
 
 
@@ -74,4 +75,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from tools._startup import run_main
+
+    run_main(main)  # a user error: one line, exit 2 (--debug: the traceback)

@@ -49,7 +49,7 @@ def _result(predicted, gold, train_s, rows, epochs):
 
 def accuracy_ours(train_rows, epochs, length_buckets=None, precision=None):
     """Worker: ours, `BertClassifier.from_preset(MiniLM folder)`, default `compile()`, `fit` on strings;
-    `precision`: `from_preset`'s `dtype` (None: the default, bf16 where the CPU has it)."""
+    `precision`: `from_preset`'s `dtype` (None: the default, float32 unless the global policy says otherwise)."""
     import keras
     import numpy as np
 

@@ -71,7 +71,7 @@ def _keras_timer():
 def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full=False, padded_dense=False,
                  ops_optimizer=False):
     """Worker: ours, `BertClassifier.fit` on raw strings, one epoch. `precision`: the backbone's
-    `dtype` (None: the default, `default_policy()`). `padded_dense`: the encoder's
+    `dtype` (None: the default, float32 unless Keras' global policy says otherwise). `padded_dense`: the encoder's
     dense layers train on the padded batch (`skip_padding_in_training` off, as before 2026-12-01);
     `ops_optimizer`: `BertAdamW`'s update in `keras.ops`, not TF's fused Adam kernel."""
     import keras

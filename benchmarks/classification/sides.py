@@ -132,7 +132,7 @@ def timed(predict, rows, latency_calls, batch_size, throughput_rows, warmup_rows
 def measure_ours(preset, rows, latency_calls, batch_size, throughput_rows, precision=None,
                  forward=False):
     """Worker: `BertClassifier.predict(strings)`; `precision` is `from_preset`'s `dtype` (None:
-    the default, `default_policy()`).
+    the default, float32 unless Keras' global policy says otherwise).
 
     With `forward`, also the model's own forward time on each latency row, packed and
     cut to its length beforehand (`forward_s`): the yardstick of the serving overhead.
