@@ -56,6 +56,7 @@ def main(argv=None):
     from keras_bert_zoo.finetuning.config import FinetuningConfig  # lazy: TensorFlow after the flags (start-up time)
     from keras_bert_zoo.finetuning.search.run import run_tuning  # lazy: TensorFlow after the flags (start-up time)
     from keras_bert_zoo.finetuning.search.tuner import resolve_grid  # lazy: keras-tuner after the flags
+    from keras_bert_zoo.utils.precision import precision_line  # lazy: TensorFlow after the flags (start-up time)
 
     try:
         grid = resolve_grid(args.grid)
@@ -68,6 +69,7 @@ def main(argv=None):
             "debug")
     given = {k: v for k, v in vars(args).items() if v is not None and k not in skip}
     config = FinetuningConfig(**given, skip_malformed=args.skip_malformed, progress=not args.no_progress)
+    print(precision_line(config.precision, args.precision), flush=True)
     result = run_tuning(config, grid=grid, restarts=args.restarts, tuner_dir=args.tuner_dir,
                         export=export, overwrite=args.overwrite)
     best = result["best"]

@@ -82,9 +82,9 @@ class FinetuningConfig:
     seed: int = 12345  # head initialisation, dropout and data order
     max_train_examples: int = None  # use only the first N training rows (None: all)
     strategy: str = "auto"  # see `keras_bert_zoo.get_strategy`
-    # float32 by default, "auto" on request (bf16 where native; resolved here), unlike a task built
-    # without `dtype`: a run's numbers (and a v2.0 null threshold tuned on its scores) are then the
-    # same on every CPU kind, and a short bf16 run can stall where float32 learns (the demo's
+    # float32 by default, as every command and a task built without `dtype`; "auto" on request (bf16
+    # where native; resolved here): a run's numbers (and a v2.0 null threshold tuned on its scores) are
+    # then the same on every CPU kind, and a short bf16 run can stall where float32 learns (the demo's
     # all-MiniLM-L6-v2 on 512 examples stayed at the majority class in bf16, 0.705 in float32).
     # (A bf16 run's dev predictions used to fail under MultiWorkerMirroredStrategy: fixed, tested.)
     precision: str = "float32"

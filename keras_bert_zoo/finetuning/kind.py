@@ -101,9 +101,10 @@ def export_finetuned(task, config, text_inputs=None):
 
 def write_results(config, results, label=None):
     """Writes `results` as `output_dir/results.json` (a run's last file) and logs its dev metrics
-    after `label` (default "Fine-tuned <task>").
+    after `label` (default "Fine-tuned <task>"). Every kind's results record the run's float policy.
     With `results["warnings"]` (e.g. every dev prediction one class) the line says them and is
     logged as a warning, so it reaches stderr without any logging set up."""
+    results.setdefault("precision", config.precision)
     atomic_write_json(os.path.join(config.output_dir, "results.json"), results)
     line = f"{label or f'Fine-tuned {config.task}'}: dev {results['dev']}"
     notes = results.get("warnings") or []

@@ -281,6 +281,9 @@ def write_model_preset(model, directory, vocabulary=None, extra=None):
             if any).
         extra: dict or None. More `config.json` fields (a task's settings).
 
+    `config.json` records the float policy the model ran in as `precision_when_saved`: a
+    record, not a setting (`from_preset` builds float32 unless `dtype=` asks otherwise).
+
     Returns:
         The directory.
     """
@@ -288,6 +291,7 @@ def write_model_preset(model, directory, vocabulary=None, extra=None):
         tokenizer = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
         vocabulary = tokenizer if tokenizer is not None and hasattr(tokenizer, "get_vocabulary") else None
     backbone = backbone_of(model)
+    extra = {"precision_when_saved": backbone.dtype_policy.name, **(extra or {})}
     return preset_format.write_preset(
         directory, model_tensors(model), backbone_config(backbone), vocabulary=vocabulary, extra=extra
     )

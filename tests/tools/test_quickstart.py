@@ -55,7 +55,7 @@ def test_stages_and_labelled_data_flags():
     assert quickstart.parse_args(["--stages", "finetune, serve"]).stages == ("finetune", "serve")
     assert quickstart.parse_args([]).time_budget is None  # a fixed number of steps, whatever the load
     defaults = quickstart.parse_args([])
-    assert (defaults.precision, defaults.finetune_precision) == ("auto", "float32")
+    assert (defaults.precision, defaults.finetune_precision) == (None, None)  # float32, every command's default
     assert defaults.overlap and not quickstart.parse_args(["--tiny", "--no-overlap"]).overlap
     for bad in (["--stages", "pretrain,deploy"], ["--stages", ","], ["--train-file", "a.tsv"],
                 ["--train-examples", "0"], ["--precision", "bfloat16"], ["--throughput-examples", "0"]):
@@ -315,9 +315,7 @@ def test_quickstart_tiny_end_to_end(tmp_path):
     assert on_disk["serving"]["sentences_per_second"] == pytest.approx(summary["serving"]["sentences_per_second"])
     assert set(on_disk["seconds"]) == set(on_disk["cpu_seconds"]) == {"pretrain", "finetune", "serve"}
     assert 0 < sum(on_disk["cpu_seconds"].values()) <= on_disk["cpu_seconds_total"]
-    from keras_bert_zoo.utils.precision import auto_precision
-
-    assert on_disk["args"]["precision"] == auto_precision()
+    assert on_disk["args"]["precision"] == "float32"  # the default, on every CPU kind
 
 
 def _check_finetuning(run, finetuning):
