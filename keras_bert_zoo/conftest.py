@@ -28,9 +28,6 @@ import tensorflow as tf
 
 import keras_bert_zoo
 
-# The examples show float32 numbers on every CPU kind (a model built without `dtype` picks
-# bf16 where the CPU has it: `utils.precision.default_policy`).
-os.environ.setdefault("KERAS_BERT_ZOO_PRECISION", "float32")
 
 WORDS = (
     ". , ! ? ' the a is was by it he she man someone eat ##s ##ing sit down fl ##ies rain car who "

@@ -2,7 +2,8 @@
 
 - `files`: atomic writes and sha256 hashes of every artifact the package writes;
 - `archives`: safe extraction of downloaded archives;
-- `precision`: the fast float policy for this machine (`auto_precision()`, `default_policy()`);
+- `precision`: float policies: float32 unless asked (`default_policy()`), the opt-in `auto_precision()`
+  (bf16 where the CPU has it), and the line each command prints (`precision_line()`);
 - `quantization`: int8 inference of a task (`task.quantize("int8")` calls it);
 - `plotting`: training-curve plots (matplotlib, imported when a plot is drawn).
 

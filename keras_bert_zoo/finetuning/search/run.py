@@ -137,7 +137,8 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
     write_search_report(rows, objective, config.output_dir, title=f"Fine-tuning search: {config.task}")
     best = next(r for r in rows if r["best"])
     atomic_write_json(os.path.join(config.output_dir, "results.json"),
-                      {"task": config.task, "preset": config.preset, "objective": objective, "grid": grid,
+                      {"task": config.task, "preset": config.preset, "precision": config.precision,
+                       "objective": objective, "grid": grid,
                        "restarts": restarts, "experiment": experiment, "trials": rows, "best": best})
     if export is not None:
         export = export_best(kind, best_preset, export, dtype=config.precision)
