@@ -5,7 +5,7 @@ imports it) only after `argparse` is done: `--help` and argument errors come at 
 
 While its C++ libraries load and look for devices, TensorFlow 2.21 writes lines that
 `TF_CPP_MIN_LOG_LEVEL` does not stop, because they come before its logging is set up
-or are error-level (measured on a CPU-only machine, TF_CPP_MIN_LOG_LEVEL=2; each of the
+or are error-level (on a CPU-only machine, TF_CPP_MIN_LOG_LEVEL=2; each of the
 first three twice, once per library):
 
     WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
@@ -14,11 +14,11 @@ first three twice, once per library):
     E0000 ... cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: ... UNKNOWN ERROR (303)
 
 No environment variable silences the first three (TF_CPP_MIN_LOG_LEVEL=3 hides only the
-last, and every later error with it). So `import_tensorflow` sends file descriptor 2 to a
-temporary file during the import and the device search, and passes on every line but
-these: the absl banner, log lines below `TF_CPP_MIN_LOG_LEVEL`, and the "no CUDA" lines
-when no GPU was found (a CPU-only machine is a normal one). Everything else, and
-everything when the import fails, reaches stderr unchanged.
+last, and every later error with it). `import keras_bert_zoo` filters them
+(`keras_bert_zoo/utils/console.py`: file descriptor 2 goes to a temporary file during the
+import and the device search, and every line but these is passed on: the absl banner, log
+lines below `TF_CPP_MIN_LOG_LEVEL`, and the "no CUDA" lines when no GPU was found), so a
+tool's `import_tensorflow` imports the package; tools default to TF_CPP_MIN_LOG_LEVEL=2.
 
 `run_main(main)` is every tool's `__main__`: an expected user error (a bad flag value, a missing or
 unreadable file, a refused folder) prints one line, `<tool>: error: <message>`, and exits 2, as
@@ -33,14 +33,8 @@ import errno
 import os
 import re
 import sys
-import tempfile
 import threading
 
-_BANNER = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
-# absl's format: severity letter, MMDD, time, thread id, file:line]
-_LOG_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+ +\d+ [^\]]*\] ")
-_NO_CUDA = re.compile(r"failed call to cuInit|Could not find cuda drivers|Unable to register cu(DNN|FFT|BLAS) factory")
-_LEVELS = "IWEF"
 # Error-level lines TensorFlow 2.21's C++ runtime writes during a normal CPU run (measured in
 # tools/pretrain.py), which say nothing is wrong: a tf.data NodeDef attribute its own op
 # registry does not know yet, and a oneDNN int64 fallback notice.
@@ -61,33 +55,10 @@ USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryEr
 USER_ERRNOS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG)
 
 
-def startup_noise_filter(text, gpu_found, min_level):
-    """The lines of `text` worth showing: all but TensorFlow's start-up noise (see module doc).
-
-    Args:
-        text: str. What TensorFlow wrote to stderr during its import.
-        gpu_found: bool. Whether TensorFlow found a GPU (if so, "no CUDA" lines are kept).
-        min_level: int. `TF_CPP_MIN_LOG_LEVEL`: log lines of a lower severity are dropped.
-
-    Returns:
-        str: the remaining lines.
-    """
-    kept = []
-    for line in text.splitlines(keepends=True):
-        match = _LOG_LINE.match(line)
-        if line.rstrip("\n") == _BANNER:
-            continue
-        if match and _LEVELS.index(match.group(1)) < min_level:
-            continue
-        if not gpu_found and _NO_CUDA.search(line):
-            continue
-        kept.append(line)
-    return "".join(kept)
-
-
 def import_tensorflow():
-    """Imports TensorFlow and finds its devices, with the start-up noise filtered out of stderr
-    (and, from then on, the runtime lines of `filter_runtime_noise`).
+    """Imports TensorFlow (through the package, whose `utils/console.py` filters its start-up noise:
+    the same filter for the tools and the Python API) and, from then on, filters the runtime lines
+    of `filter_runtime_noise` out of stderr.
 
     Returns:
         the `tensorflow` module.
@@ -96,34 +67,17 @@ def import_tensorflow():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "tensorflow" in sys.modules:  # imported already (a test, or the caller): nothing to filter
         return sys.modules["tensorflow"]
-    try:
-        min_level = int(os.environ["TF_CPP_MIN_LOG_LEVEL"])
-    except ValueError:
-        min_level = 0
-    sys.stderr.flush()
-    saved = os.dup(2)
-    gpu_found = None
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            with _without_optional_imports():
-                import tensorflow as tf
-
-            # Device discovery is where the cuInit error is logged; listing devices does
-            # not initialise the runtime, so strategies can still be configured after.
-            gpu_found = bool(tf.config.list_physical_devices("GPU"))
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            text = captured.read().decode("utf-8", "replace")
-            if gpu_found is not None:  # a failed import shows everything it wrote
-                text = startup_noise_filter(text, gpu_found, min_level)
-            sys.stderr.write(text)
-            sys.stderr.flush()
+    with _without_optional_imports():
+        import keras_bert_zoo  # noqa: F401  # lazy: after the flags parsed (start-up time); imports TensorFlow quietly
     filter_runtime_noise()
-    return tf
+    return sys.modules["tensorflow"]
+
+
+def startup_noise_filter(text, gpu_found, min_level):
+    """The lines of TensorFlow's start-up output worth showing (`keras_bert_zoo.utils.console`'s filter)."""
+    from keras_bert_zoo.utils.console import startup_noise_filter as package_filter  # lazy: imports TensorFlow
+
+    return package_filter(text, gpu_found, min_level)
 
 
 # Optional imports of TensorFlow's and Keras' own start-up that no tool uses: Keras'
