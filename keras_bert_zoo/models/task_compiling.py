@@ -115,6 +115,8 @@ class TaskCompiling:
             return None
         # Whether the file holds the optimizer's variables: `compile_from_config` builds the
         # optimizer only then, so that its variables match the saved ones.
+        if not getattr(type(self).compile_from_config, "reads_optimizer_state", False):
+            return arguments  # a subclass's own `compile_from_config` takes the arguments alone
         optimizer = getattr(self, "optimizer", None)
         built = optimizer is not None and optimizer.built and not self._without_optimizer
         return dict(arguments, **{OPTIMIZER_STATE: bool(built)})
@@ -126,6 +128,8 @@ class TaskCompiling:
         self.compile(**keras.saving.deserialize_keras_object(config))
         if self.built and state:
             self.optimizer.build(self.trainable_variables)
+
+    compile_from_config.reads_optimizer_state = True
 
     def _start_run(self, x, batch_size, epochs, steps_per_epoch):
         """Sets the `"auto"` schedule over the steps this `fit` call runs."""
