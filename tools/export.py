@@ -9,8 +9,13 @@ The SavedModel's `serving_default` takes UTF-8 strings (`text`, or the names giv
 `probabilities`; regression: `score`); `ids` takes packed ids; `examples` takes
 serialized tf.train.Examples (TF Serving's classify/regress). It loads with
 `tf.saved_model.load` once `tensorflow_text` is imported, and serves unchanged in TF
-Serving's model server (which includes the tensorflow-text ops). The write is atomic:
-an existing export at --output is replaced only by a complete one. --quantize int8 exports the
+Serving's model server (which includes the tensorflow-text ops). It writes only its own
+SavedModel: --output must be new or empty, or a TF Serving model folder (numbered version
+folders: the export becomes the next version; --version N or --version next picks the version
+folder under --output and leaves the rest of it alone). An earlier export is replaced only with
+--overwrite, and atomically. A folder holding anything else is refused before the model
+loads. Each string input is read up to --max-input-chars characters (bounded memory for any
+request). --quantize int8 exports the
 task with its Dense layers in int8 (`task.quantize("int8")`: oneDNN's VNNI int8 matmul; a
 model saved quantised is exported quantised without the flag).
 """
@@ -26,6 +31,7 @@ from tools._startup import import_tensorflow  # noqa: E402
 SIGNATURES = ("text", "ids", "examples")
 PRECISION_CHOICES = ("auto", "float32", "mixed_bfloat16", "mixed_float16")  # utils.precision (a test keeps them equal)
 QUANTIZE_MODES = ("int8",)  # keras_bert_zoo.utils.quantization.MODES (a test keeps them equal)
+TOOL_OPTIONS = {"version": "--version N or --version next", "overwrite": "--overwrite"}
 
 
 def build_parser():
@@ -42,21 +48,53 @@ def build_parser():
                    "where this machine has native bf16 (AVX512-BF16/AMX) or a GPU/TPU")
     p.add_argument("--quantize", choices=QUANTIZE_MODES,
                    help="quantise the task before exporting (int8 weights and activations)")
+    p.add_argument("--version", type=_version, metavar="N|next",
+                   help="write --output/N (TF Serving's MODEL/<version>/), leaving the other versions alone; "
+                   "next: the next free number (the default when --output holds only version folders)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier export at the target")
+    p.add_argument("--max-input-chars", type=_positive, default=100_000, metavar="N",
+                   help="characters of each string input the graph reads (default 100000: a request's memory "
+                   "stays bounded; offsets index the kept prefix)")
     return p
+
+
+def _version(value):
+    if value == "next" or (value.isdigit() and value.isascii()):
+        return value if value == "next" else int(value)
+    raise argparse.ArgumentTypeError(f"must be a version number (0, 1, 2, ...) or 'next', not {value!r}")
+
+
+def _positive(value):
+    if not (value.isdigit() and value.isascii() and int(value) > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, not {value!r}")
+    return int(value)
+
+
+def missing_model(model):
+    """The message for a --model that is not there; it names the copy an interrupted save left."""
+    from keras_bert_zoo.utils.files import interrupted_save_hint  # lazy: only this error needs the package
+
+    return (f"--model {model!r} does not exist. Pass a task preset directory or a .keras file."
+            f"{interrupted_save_hint(model)}")
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
     if not os.path.exists(args.model):
-        raise SystemExit(f"--model {args.model!r} does not exist. Pass a task preset directory or a .keras file.")
+        raise SystemExit(missing_model(args.model))
     import_tensorflow()
     from keras_bert_zoo.serving.client import load_task  # lazy: TensorFlow after argument checks (start-up time)
-    from keras_bert_zoo.serving.export import export  # lazy: as above
+    from keras_bert_zoo.serving.export import export, export_target  # lazy: as above
 
+    try:  # before the model loads: a refused folder costs no time
+        target = export_target(args.output, args.version, args.overwrite, TOOL_OPTIONS)
+    except ValueError as e:
+        raise SystemExit(f"--output: {e}") from e
     task = load_task(args.model, dtype=args.precision)
     if args.quantize:
         task.quantize(args.quantize)
-    path = export(task, args.output, signatures=tuple(args.signatures), text_inputs=args.text_inputs)
+    path = export(task, target, signatures=tuple(args.signatures), text_inputs=args.text_inputs,
+                  overwrite=args.overwrite, max_input_chars=args.max_input_chars)
     print(f"Exported {type(task).__name__} to {path} (signatures: {', '.join(args.signatures)})")
     return path
 

@@ -91,10 +91,34 @@ def serving_function(model, text_inputs=None):
     return serving_functions(task, spec, ("text",))["serving_default"][0]
 
 
+def input_specs(function):
+    """The named inputs of a serving function: `{name: tf.TensorSpec}`, sorted by name."""
+    args, kwargs = function.structured_input_signature
+    specs = kwargs if kwargs else {spec.name: spec for spec in args}
+    return dict(sorted(specs.items()))
+
+
 def input_names(function):
     """The named inputs of a serving function, sorted."""
-    args, kwargs = function.structured_input_signature
-    return sorted(kwargs) if kwargs else sorted(spec.name for spec in args)
+    return list(input_specs(function))
+
+
+def row_problem(row, specs):
+    """What is wrong with one instance for inputs `specs` (`input_specs`), or None: it must be
+    an object with exactly those inputs, each a string (a list of as many strings as the
+    input's second axis for a 2-D input, e.g. a multiple-choice task's `endings`)."""
+    names = list(specs)
+    if not isinstance(row, dict) or sorted(row) != names:
+        return f"must be an object with exactly the inputs {names}. Received: {row!r:.200}."
+    for name, spec in specs.items():
+        value, shape = row[name], spec.shape.as_list() if spec.shape.rank is not None else [None]
+        if len(shape) <= 1 and not isinstance(value, str):
+            return f"`{name}` must be a string. Received: {value!r:.200}."
+        if len(shape) == 2 and not (isinstance(value, list) and all(isinstance(v, str) for v in value)
+                                    and (shape[1] is None or len(value) == shape[1])):
+            count = "" if shape[1] is None else f"{shape[1]} "
+            return f"`{name}` must be a list of {count}strings. Received: {value!r:.200}."
+    return None
 
 
 def _plain(value):
@@ -112,13 +136,12 @@ def _length(row):
 def predict_rows(function, rows, batch_size=DEFAULT_BATCH_SIZE, progress=None):
     """Runs `rows` (dicts of named inputs) in batches of similar length; returns one dict
     of outputs per row, in the rows' order. `progress(n)` is called after each batch."""
-    names = input_names(function)
+    specs = input_specs(function)
+    names = list(specs)
     for index, row in enumerate(rows):
-        if not isinstance(row, dict) or sorted(row) != names:
-            raise ValueError(
-                f"Instance {index} must be an object with exactly the inputs {names}. "
-                f"Received: {row!r:.200}."
-            )
+        problem = row_problem(row, specs)
+        if problem:
+            raise ValueError(f"Instance {index} {problem}")
     order = np.argsort([_length(row) for row in rows], kind="stable")
     results = [None] * len(rows)
     for begin in range(0, len(rows), batch_size):
@@ -142,6 +165,8 @@ def answer_request(function, request, batch_size=DEFAULT_BATCH_SIZE, progress=No
         )
     if "instances" in request:
         rows = request["instances"]
+        if not isinstance(rows, list):
+            raise ValueError(f"`instances` must be a list of instances. Received: {rows!r:.200}.")
         if len(names) == 1:
             rows = [row if isinstance(row, dict) else {names[0]: row} for row in rows]
         return {"predictions": predict_rows(function, rows, batch_size, progress)}
@@ -150,10 +175,17 @@ def answer_request(function, request, batch_size=DEFAULT_BATCH_SIZE, progress=No
         columns = {names[0]: columns}
     if not isinstance(columns, dict) or sorted(columns) != names:
         raise ValueError(f"`inputs` must hold the inputs {names}. Received: {columns!r:.200}.")
+    for name, column in columns.items():
+        if not isinstance(column, list):
+            raise ValueError(f"`inputs`' `{name}` must be a list (one entry per row). Received: {column!r:.200}.")
     lengths = {len(v) for v in columns.values()}
     if len(lengths) != 1:
         raise ValueError(f"Every input needs as many rows. Received lengths {sorted(lengths)}.")
     rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
     predictions = predict_rows(function, rows, batch_size, progress)
-    keys = predictions[0].keys() if predictions else []
-    return {"outputs": {key: [p[key] for p in predictions] for key in keys}}
+    if not predictions:  # no rows: the outputs' names, from the graph's answer to an empty batch
+        specs = input_specs(function)
+        empty = function(**{n: tf.zeros([0] + [d or 0 for d in spec.shape.as_list()[1:]], tf.string)
+                            for n, spec in specs.items()})
+        return {"outputs": {key: [] for key in sorted(empty)}}
+    return {"outputs": {key: [p[key] for p in predictions] for key in predictions[0]}}

@@ -22,6 +22,20 @@ as TF Hub's BERT preprocessors have them. Outputs are dense tensors only (a ragg
 output would export as `DT_INVALID`); a variable number of results comes padded, with
 a count. The write is atomic: a failed export leaves no directory behind and an existing
 export at `path` untouched.
+
+Where it writes (`export_target`): only its own SavedModel directory. A folder holding other
+files is refused; in TF Serving's layout (MODEL/<version>/) a new version folder is added
+(`version`, by default the next number) and the others are left alone; an earlier export
+is replaced only with `overwrite=True`.
+
+Bounded requests: each string input is read up to its first `max_input_chars` characters
+(100 000 by default), so a request of any length costs memory in proportion to that cap
+and to its rows, never to the text (tests/serving/test_export_limits.py serves a 1 MB string
+to each task; the span and token tasks window only the kept text, and their offsets index
+it). An empty batch gets
+empty outputs of the usual dtypes and ranks. Rows of a request's inputs must agree, and
+the `ids` signature takes at most the backbone's `max_sequence_length` positions: else
+the request fails with a message naming the input and the limit.
 """
 
 import os
@@ -102,8 +116,9 @@ def check_ids(packed, max_length):
     if max_length is not None:
         checks.append(tf.debugging.assert_less_equal(
             tf.shape(packed["token_ids"])[-1], max_length,
-            message=f"`token_ids` has more positions than this model's max_sequence_length={max_length}. "
-            f"Cut or window each row to at most {max_length} ids (the `serving_default` signature windows text)."))
+            # No apostrophes: the runtime quotes the message and would escape them.
+            message=f"`token_ids` has more positions than max_sequence_length={max_length}, the most this model "
+            f"takes. Cut or window each row to at most {max_length} ids (`serving_default` windows raw text)."))
     return checks
 
 
@@ -180,26 +195,108 @@ def _set_method_names(directory, methods):
         f.write(saved_model.SerializeToString())
 
 
-def export(task, path, *, signatures=SIGNATURES, text_inputs=None):
+RECORD = os.path.join("assets.extra", "keras_bert_zoo_export.json")
+"""What marks a SavedModel as `export`'s (TF Serving reads nothing of `assets.extra/` but its warmup file)."""
+SAVED_MODEL_ENTRIES = {"saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra"}
+API_OPTIONS = {"version": "version=N or version='next'", "overwrite": "overwrite=True"}
+"""How `export_target`'s messages name its options; tools pass their flags' names."""
+
+
+def is_export(directory):
+    """True if `directory` holds a SavedModel `export` wrote: with its record, or (written
+    before the record) a SavedModel with our vocabulary asset and nothing else."""
+    if os.path.isfile(os.path.join(directory, RECORD)):
+        return True
+    names = set(os.listdir(directory))
+    return ("saved_model.pb" in names and names <= SAVED_MODEL_ENTRIES
+            and os.path.isfile(os.path.join(directory, "assets", VOCABULARY_FILE)))
+
+
+def _versions(path):
+    """The numbered version folders in `path` (TF Serving's MODEL/<version>/), or None where
+    `path` holds anything else (hidden names aside) or nothing."""
+    if not os.path.isdir(path):
+        return None
+    names = [n for n in os.listdir(path) if not n.startswith(".")]
+    if not names or not all(n.isdigit() and os.path.isdir(os.path.join(path, n)) for n in names):
+        return None
+    return sorted(int(n) for n in names)
+
+
+def export_target(path, version=None, overwrite=False, options=None):
+    """The SavedModel directory `export` writes for `path`; ValueError, before anything is
+    written, where writing it would touch what is not an earlier export.
+
+    `version` None: `path` itself, or where `path` is a TF Serving model folder (only numbered
+    version folders in it), its next version `path/<highest + 1>`. An int >= 0: `path/<version>`;
+    "next": the next free number under `path` (1 in a new folder); other files there stay. The
+    target must be new, empty or, with `overwrite`, an earlier export (replaced once the new one
+    is complete). `options`: how messages name `version` and `overwrite` (default: as arguments).
+    """
+    options = options or API_OPTIONS
+    path = os.path.abspath(os.fspath(path))
+    if version is None and _versions(path):
+        version = "next"
+    if version is not None:
+        if not (version == "next" or (isinstance(version, int) and not isinstance(version, bool) and version >= 0)):
+            raise ValueError(f"`version` must be an int >= 0 or 'next'. Received: version={version!r}.")
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise ValueError(f"{path} is a file; a version goes in a model's folder. Pass a directory.")
+        if os.path.isfile(os.path.join(path, "saved_model.pb")):
+            raise ValueError(f"{path} is itself a SavedModel; a version goes in the model's folder above it "
+                             f"(TF Serving's MODEL/<version>/). Pass {os.path.dirname(path)} or another folder.")
+        if version == "next":
+            taken = [int(n) for n in os.listdir(path) if n.isdigit()] if os.path.isdir(path) else []
+            version = max(taken, default=0) + 1
+        path = os.path.join(path, str(version))
+    if not os.path.lexists(path):
+        return path
+    if not os.path.isdir(path):
+        raise ValueError(f"{path} is a file, not a directory; an export never replaces it. "
+                         "Pass a new or empty directory.")
+    entries = sorted(os.listdir(path))
+    if not entries:
+        return path
+    if not is_export(path):
+        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+        raise ValueError(f"{path} holds files that are not an export of keras_bert_zoo ({shown}); an export "
+                         f"never writes over them. Pass a new or empty directory, or add a TF Serving version "
+                         f"folder in it with {options['version']}.")
+    if not overwrite:
+        raise ValueError(f"{path} holds an earlier export. Pass {options['overwrite']} to replace it (once the "
+                         f"new one is complete), or {options['version']} on its model folder for a new version.")
+    return path
+
+
+def export(task, path, *, signatures=SIGNATURES, text_inputs=None, version=None, overwrite=False,
+           max_input_chars=MAX_INPUT_CHARS):
     """Writes `task` as a SavedModel that answers raw strings (see the module).
 
     Args:
         task: a `keras_bert_zoo` task with its preprocessor (`BertClassifier`, ...).
-        path: str. The SavedModel directory; an existing export there is replaced only
-            once the new one is complete.
+        path: str. The SavedModel directory (new or empty), or a TF Serving model folder
+            (only numbered version folders in it: the export goes to the next number).
         signatures: names from `("text", "ids", "examples")`: `serving_default` on
             strings, `ids` on packed ids, `examples` on serialized `tf.train.Example`s.
             Defaults to all three.
         text_inputs: names of the string inputs where a task takes one or two texts
             (a classifier: `("text",)`, the default, or `("text_a", "text_b")` for
             sentence pairs). None: the task's default.
+        version: None, an int >= 0 or "next": write `path/<version>` (TF Serving's
+            layout), leaving everything else in `path` as it is. Defaults to None.
+        overwrite: bool. Replace an earlier export at the target (only once the new one
+            is complete). Anything else there is never replaced. Defaults to False.
+        max_input_chars: int or None. Characters of each string input the graph reads
+            (the rest is ignored: offsets index the kept prefix); None reads all (an
+            unbounded request then costs unbounded memory). Defaults to 100 000.
 
     Returns:
         The absolute path written.
 
     Raises:
-        ValueError: the task has no preprocessor, is not exportable, or an argument
-            is invalid.
+        ValueError: the task has no preprocessor, is not exportable, an argument is
+            invalid, or the target holds what is not an earlier export (or one, without
+            `overwrite`); nothing is written then.
 
     Examples:
     >>> classifier = keras_bert_zoo.BertClassifier.from_preset(
@@ -217,14 +314,20 @@ def export(task, path, *, signatures=SIGNATURES, text_inputs=None):
             "`task.preprocessor` is None: an export tokenizes in the graph and needs the "
             "task's preprocessor. Attach one (`task.preprocessor = ...`) before exporting."
         )
+    if max_input_chars is not None and (not isinstance(max_input_chars, int) or isinstance(max_input_chars, bool)
+                                        or max_input_chars < 1):
+        raise ValueError(f"`max_input_chars` must be a positive int or None. Received: {max_input_chars!r}.")
     spec = export_tasks.serving_spec(task, text_inputs)
-    path = os.path.abspath(os.fspath(path))
+    path = export_target(path, version, overwrite)
     with tempfile.TemporaryDirectory() as scratch:
         vocabulary_path = os.path.join(scratch, VOCABULARY_FILE)
         save_vocabulary(task.preprocessor.tokenizer.get_vocabulary(), vocabulary_path)
         module = _ServingModule(task, vocabulary_path)
-        functions = serving_functions(task, spec, signatures)
+        functions = serving_functions(task, spec, signatures, max_input_chars)
         with files.atomic_directory(path) as tmp:
             tf.saved_model.save(module, tmp, signatures={k: fn for k, (fn, _) in functions.items()})
             _set_method_names(tmp, {k: method for k, (_, method) in functions.items()})
+            files.atomic_write_json(os.path.join(tmp, RECORD), {
+                "format": "keras_bert_zoo", "task": type(task).__name__, "signatures": list(signatures),
+                "max_input_chars": max_input_chars})
     return path

@@ -83,6 +83,16 @@ def interrupted_copies(path):
     return sorted(found, key=os.path.getmtime, reverse=True)
 
 
+def interrupted_save_hint(path):
+    """A sentence pointing to the copy a save killed between its two renames left of `path`
+    (`.old-<name>-…`), or "" where there is none."""
+    copies = interrupted_copies(path)
+    if not copies:
+        return ""
+    absolute = os.path.abspath(os.fspath(path))
+    return f" An interrupted save left its previous version at {copies[0]}: rename it to {absolute} to use it."
+
+
 def remove_stale_siblings(path):
     """Removes `.tmp-*` / `.old-*` siblings of `path` left by killed writers.
 
@@ -179,7 +189,8 @@ def atomic_directory(path):
     An existing `path` is moved aside first and removed only after the new
     directory is in place, so a failure at any point leaves the old one intact
     (or restores it). Leftovers of a killed earlier write (`.tmp-*`, `.old-*`
-    siblings whose process is gone) are removed first.
+    siblings whose process is gone) are removed: first, and an `.old-*` copy kept
+    while `path` was missing once the new directory is in place.
 
     Raises:
         ValueError: `path` is an existing file, not a directory.
@@ -211,6 +222,9 @@ def atomic_directory(path):
             raise
         if backup is not None:
             shutil.rmtree(backup, ignore_errors=True)
+        # `.old-*` copies a killed save left were kept while `path` was missing (the only copy
+        # then); with the new version in place they are stale.
+        remove_stale_siblings(path)
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)

@@ -220,7 +220,7 @@ def test_failed_export_leaves_the_previous_one_intact(exported, monkeypatch):
     monkeypatch.setattr(export_lib.tf.saved_model, "save", failing_save)
     for target in (path, os.path.join(parent, "fresh")):
         with pytest.raises(OSError, match="disk full"):
-            export_lib.export(task, target, signatures=("ids",))
+            export_lib.export(task, target, signatures=("ids",), overwrite=True)
     monkeypatch.undo()
     assert not os.path.exists(os.path.join(parent, "fresh"))
     assert [n for n in os.listdir(parent) if n.startswith((".tmp-", ".old-"))] == []
@@ -241,3 +241,50 @@ def test_bad_arguments_are_named(exported, tmp_path):
     finally:
         task.preprocessor = preprocessor
     assert not os.path.exists(tmp_path / "x")
+
+
+def _fake_save(module, directory, signatures=None):
+    """Stands in for `tf.saved_model.save`: where an export writes is the question, not what."""
+    with open(os.path.join(directory, "saved_model.pb"), "wb") as f:
+        f.write(b"new")
+
+
+def _tree(path):
+    return {os.path.relpath(os.path.join(d, n), path): open(os.path.join(d, n), "rb").read()
+            for d, _, names in os.walk(path) for n in names}
+
+
+def test_export_writes_only_its_own_target(exported, tmp_path, monkeypatch):
+    """R?: an export into a folder with other content deleted it all; now it writes only its own
+    SavedModel: a TF Serving model folder gets a new version, anything else is refused, and an
+    earlier export is replaced only with overwrite=True."""
+    task, path = exported
+    assert export_lib.is_export(path)  # a real export carries its record
+    monkeypatch.setattr(export_lib.tf.saved_model, "save", _fake_save)
+    model = tmp_path / "model"  # TF Serving's layout: versions 1 and 2, neither ours
+    for version in ("1", "2"):
+        (model / version / "variables").mkdir(parents=True)
+        (model / version / "saved_model.pb").write_bytes(b"v" + version.encode())
+    before = _tree(model)
+    written = export_lib.export(task, str(model), signatures=("ids",))
+    assert written == str(model / "3") and export_lib.is_export(written)
+    assert {k: v for k, v in _tree(model).items() if not k.startswith("3/")} == before
+    with pytest.raises(ValueError, match=r"model/2 holds files that are not an export .*version=N"):
+        export_lib.export(task, str(model), signatures=("ids",), version=2, overwrite=True)
+    with pytest.raises(ValueError, match=r"model/3 holds an earlier export. Pass overwrite=True"):
+        export_lib.export(task, str(model), signatures=("ids",), version=3)
+    assert export_lib.export(task, written, signatures=("ids",), overwrite=True) == written
+    assert export_lib.export(task, str(model), signatures=("ids",), version="next") == str(model / "4")
+    with pytest.raises(ValueError, match=r"model/3 is itself a SavedModel"):
+        export_lib.export(task, written, signatures=("ids",), version=1)
+    with pytest.raises(ValueError, match="`version` must be an int >= 0 or 'next'"):
+        export_lib.export(task, str(model), signatures=("ids",), version="latest")
+    # A user's folder: refused, named, untouched; a version folder may go in it.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "README.txt").write_text("mine")
+    with pytest.raises(ValueError, match=rf"{notes} holds files that are not an export .*README.txt.*version="):
+        export_lib.export(task, str(notes), signatures=("ids",))
+    assert export_lib.export(task, str(notes), signatures=("ids",), version="next") == str(notes / "1")
+    assert (notes / "README.txt").read_text() == "mine"
+    assert sorted(os.listdir(model)) == ["1", "2", "3", "4"] and _tree(model)["1/saved_model.pb"] == b"v1"

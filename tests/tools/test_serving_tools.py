@@ -17,6 +17,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LABELS = ["neg", "pos"]
 
 
+@pytest.fixture(scope="module")
+def preset(tmp_path_factory):
+    """A tiny classifier saved as a task preset, for the tools to load."""
+    path = str(tmp_path_factory.mktemp("tools") / "preset")
+    tiny_classifier(labels=LABELS).save_to_preset(path)
+    return path
+
+
 @pytest.mark.parametrize("tool", ["export", "predict"])
 def test_help_does_not_import_tensorflow(tool):
     proc = subprocess.run([sys.executable, "-X", "importtime", f"tools/{tool}.py", "--help"], cwd=ROOT,
@@ -101,3 +109,63 @@ def test_feature_extractor_preset_serves_as_the_task():
     for key in ("entity_text", "entity_type", "start_char", "num_entities", "num_tokens"):
         assert served[key].numpy().tolist() == expected[key].numpy().tolist(), key
     np.testing.assert_allclose(served["pooled_output"].numpy(), expected["pooled_output"].numpy(), atol=1e-6)
+
+
+def test_export_tool_writes_only_its_own_version_folder(preset, tmp_path, monkeypatch):
+    """R?: --output DIR with TF Serving's version folders or a user's files: a new version is
+    added, the rest left alone; a folder that is not ours is refused, naming it and --version;
+    an earlier export is replaced only with --overwrite."""
+    import importlib
+
+    export_lib = importlib.import_module("keras_bert_zoo.serving.export")
+
+    def fake_save(module, directory, signatures=None):
+        with open(os.path.join(directory, "saved_model.pb"), "wb") as f:
+            f.write(b"new")
+
+    monkeypatch.setattr(export_lib.tf.saved_model, "save", fake_save)
+    served = tmp_path / "served"
+    (served / "1").mkdir(parents=True)
+    (served / "1" / "saved_model.pb").write_bytes(b"theirs")
+    args = ["--model", preset, "--signatures", "ids", "--precision", "float32"]
+    assert export_tool.main(args + ["--output", str(served)]) == str(served / "2")
+    assert (served / "1" / "saved_model.pb").read_bytes() == b"theirs"
+    with pytest.raises(SystemExit, match=rf"--output: {served / '2'} holds an earlier export. Pass --overwrite"):
+        export_tool.main(args + ["--output", str(served / "2")])
+    assert export_tool.main(args + ["--output", str(served / "2"), "--overwrite"]) == str(served / "2")
+    (served / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit, match=rf"{served} holds files that are not an export .*--version N or --version next"):
+        export_tool.main(args + ["--output", str(served)])
+    assert export_tool.main(args + ["--output", str(served), "--version", "next"]) == str(served / "3")
+    assert export_tool.main(args + ["--output", str(served), "--version", "7"]) == str(served / "7")
+    assert sorted(os.listdir(served)) == ["1", "2", "3", "7", "notes.txt"]
+    assert (served / "notes.txt").read_text() == "mine"
+    with pytest.raises(SystemExit):
+        export_tool.main(args + ["--output", str(served), "--version", "-1"])
+
+
+def test_predict_keeps_one_line_per_input_line_and_names_bad_ones(preset, tmp_path):
+    """R?: blank lines were dropped (5 lines in, 3 out), `5` / `null` / a list gave "mixed types"
+    without the line, invalid UTF-8 a traceback, and --output equal to --input overwrote it."""
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text('"w1 w2"\n\n{"text": "w3"}\n   \n"w4"\n')
+    answers = predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress"])
+    lines = out.read_text().splitlines()
+    assert len(lines) == 5 and lines[1] == lines[3] == "null" and answers[1] is None
+    assert [json.loads(line)["label"] in LABELS for line in (lines[0], lines[2], lines[4])] == [True] * 3
+    source.write_text('{"text": "w1"}\n5\nnull\n["w1"]\n')
+    with pytest.raises(SystemExit, match=r"in.jsonl:2: the instance `text` must be a string. Received: 5."):
+        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress"])
+    from keras_bert_zoo.serving import client
+
+    specs = {"text": __import__("tensorflow").TensorSpec([None], "string", name="text")}
+    assert "must be a string. Received: None" in client.row_problem({"text": None}, specs)
+    assert "must be a string. Received: ['w1']" in client.row_problem({"text": ["w1"]}, specs)
+    source.write_bytes(b'"w1"\n"caf\xe9"\n')
+    with pytest.raises(SystemExit, match=r"in.jsonl:2 is not valid UTF-8 \(byte 5 of the line"):
+        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out)])
+    source.write_text('"w1"\n')
+    for output in (str(source), str(tmp_path / "." / "in.jsonl")):
+        with pytest.raises(SystemExit, match="--output .* is the --input file"):
+            predict_tool.main(["--model", preset, "--input", str(source), "--output", output])
+    assert source.read_text() == '"w1"\n'

@@ -142,6 +142,32 @@ def test_r20_kill_between_the_renames_points_to_the_old_copy(saved_preset, tmp_p
     assert BertBackbone.from_preset("./preset").num_layers == 2
 
 
+def test_r20_a_save_after_a_kill_between_the_renames_removes_the_old_copy(saved_preset, tmp_path):
+    """The `.old-*` copy is kept while it is the only one; once a save puts a new version in
+    place it is stale, and that save removes it."""
+    old = tmp_path / f".old-preset-{_dead_pid()}-k1ll"
+    shutil.copytree(saved_preset, old)
+    backbone = BertBackbone.from_preset(str(old), load_weights=False)
+    backbone.save_to_preset(str(tmp_path / "preset"))
+    assert sorted(os.listdir(tmp_path)) == ["preset"]
+
+
+@pytest.mark.parametrize("tool", ["export", "predict"])
+def test_r20_export_and_predict_tools_point_to_the_old_copy(saved_preset, tmp_path, tool):
+    from tools import export as export_tool
+    from tools import predict as predict_tool
+
+    old = tmp_path / f".old-preset-{_dead_pid()}-k1ll"
+    shutil.copytree(saved_preset, old)
+    source = tmp_path / "in.jsonl"
+    source.write_text('"w1"\n')
+    argv = ["--model", str(tmp_path / "preset")] + (
+        ["--output", str(tmp_path / "served")] if tool == "export" else ["--input", str(source), "--output", "-"])
+    main = export_tool.main if tool == "export" else predict_tool.main
+    with pytest.raises(SystemExit, match=f"does not exist.* interrupted save left its previous version at {old}"):
+        main(argv)
+
+
 def test_r21_save_onto_an_existing_file_is_refused(saved_preset, tmp_path):
     backbone = BertBackbone.from_preset(str(saved_preset), load_weights=False)
     path = tmp_path / "notes.txt"
