@@ -46,7 +46,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.serving import specs as export_tasks
-from keras_bert_zoo.serving.spec_base import IDS, PREDICT
+from keras_bert_zoo.serving.spec_base import PREDICT, check_ids, check_rows
 from keras_bert_zoo.text import normalize as norm
 from keras_bert_zoo.text.vocabulary import save_vocabulary
 from keras_bert_zoo.utils import files, keras_internals
@@ -96,30 +96,6 @@ def _function(specs, body):
 def one_row_if_empty(ids, rows):
     """`ids` unchanged, or with no rows: one row of zeros (each other axis at least 1 long)."""
     return tf.cond(rows > 0, lambda: ids, lambda: tf.zeros(tf.maximum(tf.shape(ids), 1), ids.dtype))
-
-
-def check_rows(raw):
-    """Asserts in the graph that every string input of a request has as many rows."""
-    names = sorted(raw)
-    rows = tf.shape(raw[names[0]])[0]
-    return [tf.debugging.assert_equal(
-        tf.shape(raw[name])[0], rows,
-        message=f"Every input of a request needs one row per example: `{name}` and `{names[0]}` have "
-        "different numbers of rows. Send as many of each.") for name in names[1:]]
-
-
-def check_ids(packed, max_length):
-    """Asserts in the graph that the packed ids share one shape, at most `max_length` positions."""
-    checks = [tf.debugging.assert_equal(
-        tf.shape(packed[name]), tf.shape(packed["token_ids"]),
-        message=f"`{name}` must have the shape of `token_ids` (one entry per token).") for name in IDS[1:]]
-    if max_length is not None:
-        checks.append(tf.debugging.assert_less_equal(
-            tf.shape(packed["token_ids"])[-1], max_length,
-            # No apostrophes: the runtime quotes the message and would escape them.
-            message=f"`token_ids` has more positions than max_sequence_length={max_length}, the most this model "
-            f"takes. Cut or window each row to at most {max_length} ids (`serving_default` windows raw text)."))
-    return checks
 
 
 def serving_functions(task, spec, signatures, max_input_chars=MAX_INPUT_CHARS):

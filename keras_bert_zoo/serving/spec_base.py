@@ -1,5 +1,6 @@
 """What every serving spec shares: the packed-ids input names, string input specs, the
-`text_inputs` refusal and the `examples` signature of a one-`text` task.
+`text_inputs` refusal, the `examples` signature of a one-`text` task, and the in-graph
+checks of a request's rows and ids.
 
 The bottom of `serving/`'s spec modules: `specs`, `entities`, `features` and `fill_mask`
 import it, and it imports none of them.
@@ -40,3 +41,27 @@ class TextExamples:
 
     def example_outputs(self, outputs):
         return outputs
+
+
+def check_rows(raw):
+    """Asserts in the graph that every string input of a request has as many rows."""
+    names = sorted(raw)
+    rows = tf.shape(raw[names[0]])[0]
+    return [tf.debugging.assert_equal(
+        tf.shape(raw[name])[0], rows,
+        message=f"Every input of a request needs one row per example: `{name}` and `{names[0]}` have "
+        "different numbers of rows. Send as many of each.") for name in names[1:]]
+
+
+def check_ids(packed, max_length):
+    """Asserts in the graph that the packed ids share one shape, at most `max_length` positions."""
+    checks = [tf.debugging.assert_equal(
+        tf.shape(packed[name]), tf.shape(packed["token_ids"]),
+        message=f"`{name}` must have the shape of `token_ids` (one entry per token).") for name in IDS[1:]]
+    if max_length is not None:
+        checks.append(tf.debugging.assert_less_equal(
+            tf.shape(packed["token_ids"])[-1], max_length,
+            # No apostrophes: the runtime quotes the message and would escape them.
+            message=f"`token_ids` has more positions than max_sequence_length={max_length}, the most this model "
+            f"takes. Cut or window each row to at most {max_length} ids (`serving_default` windows raw text)."))
+    return checks
