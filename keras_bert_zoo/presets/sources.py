@@ -10,7 +10,7 @@ import zipfile
 from keras_bert_zoo.presets import registry as presets
 from keras_bert_zoo.utils import archives, files
 from keras_bert_zoo.weights import configs, google_checkpoint
-from keras_bert_zoo.presets import download, preset_format
+from keras_bert_zoo.presets import download, hubs, preset_format
 from keras_bert_zoo.weights import safetensors_checkpoint
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
@@ -41,6 +41,8 @@ def resolve_entry(preset):
                 f"{sorted(preset)}."
             )
         return preset
+    if hubs.is_hub_handle(preset):
+        raise ValueError(f"{preset!r} is a hub handle, not a registry name: `locate` resolves it.")
     return presets.get_preset(preset)
 
 
@@ -81,7 +83,10 @@ def _extract_local_archive(path):
 
 
 def locate(preset):
-    """Returns `(layout, directory)` for a registry name/alias, entry dict or local path."""
+    """Returns `(layout, directory)` for a registry name/alias, entry dict, local path or hub
+    handle (`hf://org/name[@revision]`, `kaggle://owner/model/framework/variation/version`)."""
+    if hubs.is_hub_handle(preset):
+        return detect_layout(hubs.resolve_handle(preset))
     if isinstance(preset, dict) or not presets.is_local_preset(preset):
         return "keras_bert_zoo", ensure_cached_preset(resolve_entry(preset))
     path = os.fspath(preset)
