@@ -38,6 +38,13 @@ setup(
         "matplotlib",
         # Reads HF weights without unpickling anything.
         "safetensors",
+        # hf://org/name[@revision] preset handles (presets/hf_hub.py): the hub's own download and
+        # cache (snapshot_download, HF_HOME, HF_HUB_OFFLINE); the floor is the version tested, whose
+        # snapshot_download reports an incomplete cached snapshot (IncompleteSnapshotError).
+        "huggingface_hub>=2.4",
+        # kaggle://owner/model/framework/variation/version preset handles (presets/hubs.py): Kaggle
+        # Models' own download and cache (model_download, KAGGLEHUB_CACHE).
+        "kagglehub",
         "numpy",
         # Progress bars in the command-line tools.
         "tqdm",
