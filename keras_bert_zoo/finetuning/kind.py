@@ -32,9 +32,10 @@ from keras_bert_zoo.finetuning.results_file import run_record
 from keras_bert_zoo.presets.config import CASED_SHARE, preset_lowercase
 from keras_bert_zoo.presets.loading import get_preset_vocabulary
 from keras_bert_zoo.presets.task import preprocessor_settings
-from keras_bert_zoo.serving.export import export
+from keras_bert_zoo.serving.export import export, export_target
 from keras_bert_zoo.text.vocabulary import load_vocabulary
 from keras_bert_zoo.utils.files import atomic_write_json
+from keras_bert_zoo.utils.output_dirs import check_writable
 
 logger = logging.getLogger("keras_bert_zoo.training")
 
@@ -88,15 +89,26 @@ def recased(preprocessor, preset, lowercase):
         return type(preprocessor).from_preset(preset, lowercase=lowercase, **preprocessor_settings(preprocessor))
 
 
-def export_finetuned(task, config, text_inputs=None):
-    """`config.export_dir`: `task` exported there as a SavedModel that answers raw strings
-    (`keras_bert_zoo.serving.export`, all its signatures; `text_inputs`, e.g. a GLUE pair task's
-    `("text_a", "text_b")`, names its string inputs), in the policy it was trained and scored in.
-    Returns the absolute path, or None without `export_dir`. A serving process then needs no
-    reload of the preset."""
+def checked_export_target(path, flag, overwrite=False):
+    """Where an export to `path` will go (`serving.export.export_target`: the folder itself, or
+    the next TF Serving version folder in a model folder), checked before a run starts: writable,
+    and never over anything but an earlier export, which only `overwrite` replaces. None: no export."""
+    if path is None:
+        return None
+    check_writable(path, flag)
+    return export_target(path, overwrite=overwrite,
+                         options={"version": f"{flag} MODEL_DIR/<version>", "overwrite": "--overwrite"})
+
+
+def export_finetuned(task, config, text_inputs=None, target=None, overwrite=False):
+    """`task` exported as a SavedModel that answers raw strings (`keras_bert_zoo.serving.export`,
+    all its signatures; `text_inputs`, e.g. a GLUE pair task's `("text_a", "text_b")`, names its
+    string inputs), in the policy it was trained and scored in, at `target` (what
+    `checked_export_target` chose before the run) or else `config.export_dir`. Returns the
+    absolute path, or None without `export_dir`. A serving process then needs no reload of the preset."""
     if config.export_dir is None:
         return None
-    return export(task, config.export_dir, text_inputs=text_inputs)
+    return export(task, target or config.export_dir, text_inputs=text_inputs, overwrite=overwrite)
 
 
 def write_results(config, results, label=None):
@@ -209,7 +221,8 @@ class TaskKind:
 
     def export(self, task):
         """`export_finetuned` with this kind's text inputs."""
-        return export_finetuned(task, self.config, self.text_inputs)
+        return export_finetuned(task, self.config, self.text_inputs, getattr(self, "export_path", None),
+                                getattr(self, "export_overwrite", False))
 
     def save_preset(self, task):
         """`output_dir/preset/`: the fine-tuned task, which `task_class.from_preset` reloads."""

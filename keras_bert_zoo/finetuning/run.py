@@ -22,12 +22,11 @@ import keras
 
 from keras_bert_zoo.finetuning.config import FinetuningConfig
 from keras_bert_zoo.finetuning.glue import GlueKind
-from keras_bert_zoo.finetuning.kind import check_preset, export_finetuned, write_results
+from keras_bert_zoo.finetuning.kind import check_preset, checked_export_target, export_finetuned, write_results
 from keras_bert_zoo.finetuning.squad import SquadKind
 from keras_bert_zoo.finetuning.tagging import TaggingKind
 from keras_bert_zoo.training.distribute import get_strategy
-from keras_bert_zoo.utils.output_dirs import (check_export_dir, check_run_dir, check_separate, claim_run_dir,
-                                              finish_run_dir)
+from keras_bert_zoo.utils.output_dirs import check_run_dir, check_separate, claim_run_dir, finish_run_dir
 
 __all__ = ["FinetuningConfig", "KINDS", "check_outputs", "check_preset", "export_finetuned", "run_finetuning",
            "task_kind"]
@@ -46,10 +45,11 @@ TOOL = "finetune"  # the run record's tool
 
 def check_outputs(config, overwrite=False):
     """Checks `output_dir` and `export_dir` before anything runs (see the module docstring);
-    returns the plan for `claim_run_dir`. Raises ValueError naming the flag, the folder and the fix."""
+    returns the plan for `claim_run_dir`, with the export's folder as `plan["export_path"]`.
+    Raises ValueError naming the flag, the folder and the fix."""
     check_separate([("--output-dir", config.output_dir), ("--export-dir", config.export_dir)])
     plan = check_run_dir(config.output_dir, "--output-dir", TOOL, overwrite=overwrite)
-    check_export_dir(config.export_dir, "--export-dir", overwrite=overwrite)
+    plan["export_path"] = checked_export_target(config.export_dir, "--export-dir", overwrite=overwrite)
     return plan
 
 
@@ -69,6 +69,7 @@ def run_finetuning(config, overwrite=False):
     plan = check_outputs(config, overwrite)
     start = time.perf_counter()
     kind = task_kind(config, *check_preset(config))
+    kind.export_path, kind.export_overwrite = plan.pop("export_path"), overwrite
     kind.read()
     claim_run_dir(plan)
     keras.utils.set_random_seed(config.seed)

@@ -11,9 +11,8 @@ with an earlier run's, nor delete files it did not write. So, before a model is 
   (`RUN_RECORD`, written by `claim_run_dir` / `finish_run_dir`) and the caller passes `overwrite`
   (the tools' `--overwrite`). Files no run recorded (the user's, or a run of a version before the
   record) are refused even with `overwrite` and left alone: only a person may decide to delete them;
-- `check_export_dir`: an export replaces its folder as a whole, so a folder holding anything but a
-  SavedModel is refused, and an existing SavedModel is replaced only with `overwrite` (or when the
-  caller says it is its own, e.g. a resumed search's);
+- (an export's own folder is checked by `keras_bert_zoo.serving.export.export_target`: it writes only
+  its SavedModel, or a new TF Serving version folder, and replaces only an earlier export, with `overwrite`);
 - `claim_run_dir`, once every other check passed: removes the previous run's recorded files and
   writes the record as "running", so old and new files are never mixed; `finish_run_dir` records
   the files the run wrote.
@@ -30,7 +29,6 @@ import tempfile
 from keras_bert_zoo.utils.files import atomic_write_json, read_json
 
 RUN_RECORD = "run_files.json"
-SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
 
 def existing_ancestor(path):
@@ -178,34 +176,6 @@ def check_run_dir(path, flag, tool, overwrite=False, resume=None):
             "this run would replace some of its files and leave the others beside its own. Pass --overwrite to "
             f"remove that run's files before this one starts, or another {flag}.")
     return plan
-
-
-def check_export_dir(path, flag, overwrite=False, own=False):
-    """Checks a folder an export will replace as a whole; changes nothing.
-
-    Args:
-        path: str or None. The export folder (None: no export, nothing checked).
-        flag: str. Its flag, for messages (`--export-dir`).
-        overwrite: bool. Whether an existing export may be replaced.
-        own: bool. Whether an existing export there is this run's own (a resumed search's).
-
-    Raises:
-        ValueError: the folder cannot be written, holds files that are not a SavedModel, or
-            holds a SavedModel and neither `overwrite` nor `own` allows replacing it.
-    """
-    if path is None:
-        return
-    path = os.path.abspath(os.fspath(path))
-    check_writable(path, flag)
-    names = sorted(os.listdir(path)) if os.path.isdir(path) else []  # the probe leaves no folder
-    if not names:
-        return
-    if not any(name in names for name in SAVED_MODEL_FILES):
-        raise ValueError(f"{flag} {path} holds files that are not a SavedModel ({_listing(names)}): the export "
-                         "replaces the folder as a whole and they would be lost. Pass a new or empty folder.")
-    if not (overwrite or own):
-        raise ValueError(f"{flag} {path} holds an export already. Pass --overwrite to replace it, or another "
-                         f"{flag}.")
 
 
 def claim_run_dir(plan, **extra):

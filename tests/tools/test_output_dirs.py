@@ -125,16 +125,27 @@ def test_overlapping_output_and_export_dirs_are_refused_naming_both(tmp_path, no
 
 
 def test_export_dir_holding_other_files_or_an_export_is_refused(tmp_path):
+    from keras_bert_zoo.finetuning.kind import checked_export_target
+    from keras_bert_zoo.serving import export as export_lib
+
     served = tmp_path / "served"
     served.mkdir()
     (served / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match=r"--export-dir .*served holds files that are not a SavedModel \(notes.txt\)"):
-        output_dirs.check_export_dir(str(served), "--export-dir", overwrite=True)
+    with pytest.raises(ValueError, match=r"served holds files that are not an export of keras_bert_zoo \(notes.txt\).*"
+                                         r"--export-dir MODEL_DIR/<version>"):
+        checked_export_target(str(served), "--export-dir", overwrite=True)
     (served / "notes.txt").unlink()
     (served / "saved_model.pb").write_bytes(b"")
-    with pytest.raises(ValueError, match=r"holds an export already. Pass --overwrite"):
-        output_dirs.check_export_dir(str(served), "--export-dir")
-    output_dirs.check_export_dir(str(served), "--export-dir", overwrite=True)
+    (served / export_lib.RECORD).parent.mkdir(parents=True)
+    (served / export_lib.RECORD).write_text("{}")  # what marks an export of ours
+    with pytest.raises(ValueError, match=r"holds an earlier export. Pass --overwrite"):
+        checked_export_target(str(served), "--export-dir")
+    assert checked_export_target(str(served), "--export-dir", overwrite=True) == str(served)
+    # TF Serving's model folder: the next version is added, the others left alone.
+    model = tmp_path / "model"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "saved_model.pb").write_bytes(b"")
+    assert checked_export_target(str(model), "--export-dir") == str(model / "2")
 
 
 def test_an_interrupted_run_is_a_run_that_overwrite_removes(tmp_path):

@@ -28,14 +28,14 @@ files are removed after every check, before the first trial).
 import os
 
 from keras_bert_zoo.finetuning.config import FinetuningConfig
-from keras_bert_zoo.finetuning.kind import check_preset
+from keras_bert_zoo.finetuning.kind import check_preset, checked_export_target
 from keras_bert_zoo.finetuning.run import KINDS, task_kind
 from keras_bert_zoo.finetuning.search.report import write_search_report
 from keras_bert_zoo.finetuning.search.tuner import check_tuner_dir, resolve_grid, study_experiment, tune
 from keras_bert_zoo.serving.export import export as export_saved_model
 from keras_bert_zoo.training.distribute import get_strategy
 from keras_bert_zoo.utils.files import atomic_write_json, sha256_file
-from keras_bert_zoo.utils.output_dirs import (check_export_dir, check_run_dir, check_separate, claim_run_dir,
+from keras_bert_zoo.utils.output_dirs import (check_run_dir, check_separate, claim_run_dir,
                                               finish_run_dir, inside)
 
 TOOL = "tune"  # the run record's tool
@@ -84,7 +84,9 @@ def check_search_outputs(config, tuner_dir, export, experiment, overwrite=False)
     plan = check_run_dir(out, "--output-dir", TOOL, overwrite=overwrite, resume=same_search)
     previous_export = (plan["previous"] or {}).get("export")
     own = plan["resume"] and export is not None and previous_export == os.path.abspath(export)
-    check_export_dir(export, "--export", overwrite=overwrite, own=own)
+    # A resumed search writes its export again (from preset/, the best trial's).
+    plan["export_path"] = checked_export_target(export, "--export", overwrite=overwrite or own)
+    plan["export_overwrite"] = overwrite or own
     return plan
 
 
@@ -126,6 +128,7 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
     tuner_dir = os.path.abspath(tuner_dir or os.path.join(config.output_dir, "tuner"))
     experiment = study_experiment(search_experiment(config), grid, restarts, objective)
     plan = check_search_outputs(config, tuner_dir, export, experiment, overwrite)
+    export_path, export_overwrite = plan.pop("export_path"), plan.pop("export_overwrite")
     train, _ = kind.read()
     recorded = {"tuner_dir": tuner_dir, "export": os.path.abspath(export) if export is not None else None}
     claim_run_dir(plan, **recorded)
@@ -141,16 +144,17 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
                        "objective": objective, "grid": grid,
                        "restarts": restarts, "experiment": experiment, "trials": rows, "best": best})
     if export is not None:
-        export = export_best(kind, best_preset, export, dtype=config.precision)
+        export = export_best(kind, best_preset, export_path, dtype=config.precision, overwrite=export_overwrite)
     finish_run_dir(config.output_dir, TOOL, **recorded)
     return {"objective": objective, "trials": rows, "best": best, "output_dir": config.output_dir,
             "export": export}
 
 
-def export_best(kind, preset, path, dtype=None):
-    """Exports the best trial's task, reloaded from its preset, as a SavedModel at `path`.
+def export_best(kind, preset, path, dtype=None, overwrite=False):
+    """Exports the best trial's task, reloaded from its preset, as a SavedModel at `path`
+    (`overwrite`: replacing an earlier export there).
 
     `dtype`: the policy the trials ran in (a preset keeps none; without it a bf16 CPU would
     export bf16 graphs of a model scored in float32)."""
     task = kind.task_class.from_preset(preset, dtype=dtype)  # the preset keeps the casing the search tokenized with
-    return export_saved_model(task, path, text_inputs=kind.text_inputs)
+    return export_saved_model(task, path, text_inputs=kind.text_inputs, overwrite=overwrite)
