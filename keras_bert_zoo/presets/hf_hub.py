@@ -180,7 +180,7 @@ def snapshot(handle):
             logger.warning("%s: using the cached snapshot %s, which lacks files not needed to load it (%s).",
                            handle, folder, " ".join(str(e).split()))
     except errors.LocalEntryNotFoundError as e:
-        why = reason and f"{reason} forbids downloading" or f"the hub could not be reached ({e.__cause__ or e})"
+        why = f"{reason} forbids downloading" if reason else f"the hub could not be reached ({e.__cause__ or e})"
         raise HubFileMissingError(
             f"{handle} is not in the HF cache ({cache}) and {why}. Fetch it on a machine with network: "
             f"`{fetch_command(repo_id, revision, cache)}` (then copy that cache here, or point HF_HOME at it)."
@@ -197,8 +197,8 @@ def snapshot(handle):
     listed = None
     if reason is None and missing_files(folder):
         listed = repo_files(repo_id, os.path.basename(folder), endpoint)
-    refuse_incomplete(handle, repo_id, revision, folder, cache, listed,
-                      reason and f"{reason} forbids downloading" or "the hub could not be reached")
+    why = f"{reason} forbids downloading" if reason else "the hub could not be reached"
+    refuse_incomplete(handle, repo_id, revision, folder, cache, listed, why)
     verify_blobs(folder, handle)
     return folder
 

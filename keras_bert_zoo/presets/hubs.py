@@ -50,12 +50,11 @@ def refuse_unreadable_layout(handle, folder):
         names = set(os.listdir(directory))
         config = os.path.join(directory, "config.json")
         if os.path.isfile(config):
-            data = files.read_json(config)
-            class_name = data.get("class_name") if isinstance(data, dict) else None
-            if isinstance(class_name, str) and ">" in class_name:
+            name = keras_object_name(files.read_json(config))
+            if name:
                 raise ValueError(
-                    f"{handle} resolved to {directory}, a keras-hub preset (config.json's class_name "
-                    f"{class_name!r}, weights in model.weights.h5): keras_bert_zoo cannot read keras-hub presets "
+                    f"{handle} resolved to {directory}, a keras-hub preset (config.json is the Keras object "
+                    f"{name!r}, weights in model.weights.h5): keras_bert_zoo cannot read keras-hub presets "
                     f"yet. Load it with keras-hub (keras_hub.models.BertBackbone.from_preset({handle!r})), or pass "
                     "the same model in our, Google's or HF's layout (e.g. hf://google-bert/bert-base-uncased)."
                 )
@@ -72,6 +71,21 @@ def refuse_unreadable_layout(handle, folder):
         if len(subdirs) != 1:
             return  # `sources.detect_layout` says what is missing
         directory = os.path.join(directory, subdirs[0])
+
+
+def keras_object_name(config):
+    """The registered name (`keras_hub>BertBackbone`) of a config.json that is a serialized Keras
+    object, as keras-hub (and keras-nlp before it) writes a preset's, else None. HF's and ours are not."""
+    if not isinstance(config, dict):
+        return None
+    names = [config.get("registered_name"), config.get("class_name")]
+    module = config.get("module")
+    for name in names:
+        if isinstance(name, str) and ">" in name:
+            return name
+    if isinstance(module, str) and module.startswith(("keras_hub", "keras_nlp")):
+        return f"{module.split('.', 1)[0]}>{config.get('class_name')}"
+    return None
 
 
 def parse_kaggle_handle(handle):

@@ -347,17 +347,20 @@ def test_kaggle_handle_resolves_to_its_cached_folder(kaggle_env):
     assert_same_tensors("kaggle://someone/bert/transformers/tiny/3", TINY)
 
 
-def test_kaggle_keras_hub_preset_is_refused_naming_the_layout(kaggle_env):
-    config = {"module": "keras_hub.src.models.bert.bert_backbone", "class_name": "BertBackbone",
-              "config": {"vocabulary_size": 64}, "registered_name": "keras_hub>BertBackbone"}
-    config["class_name"] = "keras_hub>BertBackbone"
+@pytest.mark.parametrize("config", [
+    # As keras-hub writes it (keras.saving.serialize_keras_object), and with the name as class_name.
+    {"module": "keras_hub.src.models.bert.bert_backbone", "class_name": "BertBackbone",
+     "config": {"vocabulary_size": 64}, "registered_name": "keras_hub>BertBackbone"},
+    {"class_name": "keras_hub>BertBackbone", "config": {"vocabulary_size": 64}},
+])
+def test_kaggle_keras_hub_preset_is_refused_naming_the_layout(kaggle_env, config):
     folder = kaggle_cache(kaggle_env, "keras/bert/keras/bert_tiny_en_uncased", 2, files={
         "config.json": json.dumps(config), "model.weights.h5": "h5", "metadata.json": "{}",
-        "assets/tokenizer/vocabulary.txt": "[PAD]\n"})
+        "tokenizer.json": "{}", "assets/tokenizer/vocabulary.txt": "[PAD]\n"})
     with pytest.raises(ValueError, match=re.escape(
             f"kaggle://keras/bert/keras/bert_tiny_en_uncased/2 resolved to {folder}, a keras-hub preset "
-            "(config.json's class_name 'keras_hub>BertBackbone', weights in model.weights.h5): keras_bert_zoo "
-            "cannot read keras-hub presets yet.")):
+            "(config.json is the Keras object 'keras_hub>BertBackbone', weights in model.weights.h5): "
+            "keras_bert_zoo cannot read keras-hub presets yet.")):
         loading.read_preset_tensors("kaggle://keras/bert/keras/bert_tiny_en_uncased/2")
 
 
