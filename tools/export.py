@@ -34,6 +34,8 @@ QUANTIZE_MODES = ("int8",)  # keras_bert_zoo.utils.quantization.MODES (a test ke
 TOOL_OPTIONS = {"version": "--version N or --version next", "overwrite": "--overwrite"}
 
 
+HUB_PREFIXES = ("hf://", "kaggle://")  # keras_bert_zoo.presets.hubs: resolved by from_preset, not on disk yet
+
 def build_parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="task preset directory (save_to_preset) or a .keras file")
@@ -41,11 +43,13 @@ def build_parser():
     p.add_argument("--signatures", nargs="+", choices=SIGNATURES, default=list(SIGNATURES))
     p.add_argument("--text-inputs", nargs="+", metavar="NAME",
                    help="classifier input names: one (default: text) or two for pairs (text_a text_b)")
-    # float32 by default: a SavedModel's graph keeps its precision, and bf16 graphs run slower than
-    # float32 on a serving CPU without native bf16 (and no faster at batch 1 on one with it).
-    p.add_argument("--precision", choices=PRECISION_CHOICES, default="float32",
-                   help="float policy of the exported graph (default float32, portable); auto: mixed_bfloat16 "
-                   "where this machine has native bf16 (AVX512-BF16/AMX) or a GPU/TPU")
+    # float32 by default, as every command and `keras_bert_zoo.export`: a SavedModel's graph keeps its
+    # precision, and bf16 graphs run slower than float32 on a serving CPU without native bf16 (and
+    # no faster at batch 1 on one with it).
+    p.add_argument("--precision", choices=PRECISION_CHOICES,
+                   help="float policy of the exported graph (default float32, portable; a .keras file saved "
+                   "with a policy keeps it); auto: mixed_bfloat16 where this machine has native bf16 "
+                   "(AVX512-BF16/AMX) or a GPU/TPU. Printed, and recorded in the SavedModel's `precision` variable")
     p.add_argument("--quantize", choices=QUANTIZE_MODES,
                    help="quantise the task before exporting (int8 weights and activations)")
     p.add_argument("--version", type=_version, metavar="N|next",
@@ -80,17 +84,19 @@ def missing_model(model):
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if not os.path.exists(args.model):
-        raise SystemExit(missing_model(args.model))
+    if not os.path.exists(args.model) and not args.model.startswith(HUB_PREFIXES):
+        raise ValueError(missing_model(args.model))
     import_tensorflow()
     from keras_bert_zoo.serving.client import load_task  # lazy: TensorFlow after argument checks (start-up time)
-    from keras_bert_zoo.serving.export import export, export_target  # lazy: as above
+    from keras_bert_zoo.serving.export import export, export_target, exported_precision  # lazy: as above
+    from keras_bert_zoo.utils.precision import precision_line  # lazy: as above
 
     try:  # before the model loads: a refused folder costs no time
         target = export_target(args.output, args.version, args.overwrite, TOOL_OPTIONS)
     except ValueError as e:
-        raise SystemExit(f"--output: {e}") from e
+        raise ValueError(f"--output: {e}") from e
     task = load_task(args.model, dtype=args.precision)
+    print(precision_line(exported_precision(task), args.precision), flush=True)
     if args.quantize:
         task.quantize(args.quantize)
     path = export(task, target, signatures=tuple(args.signatures), text_inputs=args.text_inputs,

@@ -82,9 +82,10 @@ def build_parser():
     p.add_argument("--dev-mismatched-file", help="MNLI: dev_mismatched.tsv, scored too")
     p.add_argument("--preset", required=True, help="preset name, or our/Google/HF checkpoint directory")
     p.add_argument("--output-dir", required=True)
-    p.add_argument("--epochs", type=int, help="default 3")
-    p.add_argument("--batch-size", type=int, help="global batch size; default 32")
-    p.add_argument("--learning-rate", type=float, help="peak learning rate; default 5e-5")
+    p.add_argument("--epochs", type=int, help="default 3 (conll2003: 5; --feature-based: 10)")
+    p.add_argument("--batch-size", type=int, help="global batch size; default 32 (conll2003: 16)")
+    p.add_argument("--learning-rate", type=float, help="peak learning rate; default 5e-5 (conll2003: 1e-4; "
+                   "--feature-based: 1e-3)")
     p.add_argument("--warmup-ratio", type=float, help="linear warm-up share of the steps; default 0.1")
     p.add_argument("--dropout", type=float, help="dropout of the backbone and the task's head; default: the "
                    "preset's (BERT's 0.1)")
@@ -102,8 +103,9 @@ def build_parser():
     p.add_argument("--max-train-examples", type=int, help="use only the first N training rows")
     p.add_argument("--strategy", choices=["auto", "cpu", "mirrored", "multi_worker", "tpu"])
     p.add_argument("--precision", choices=["auto", "float32", "mixed_bfloat16", "mixed_float16"],
-                   help="default float32; auto: mixed_bfloat16 where the CPU (AVX512-BF16/AMX) or a GPU/TPU runs "
-                   "bf16 natively, else float32 (env KERAS_BERT_ZOO_PRECISION overrides); results.json records it")
+                   help="default float32, as every command and the Python API; auto: mixed_bfloat16 where the CPU "
+                   "(AVX512-BF16/AMX) or a GPU/TPU runs bf16 natively, else float32 (env KERAS_BERT_ZOO_PRECISION "
+                   "overrides auto); printed at the start, recorded in results.json and preset/config.json")
     p.add_argument("--lowercase", action=argparse.BooleanOptionalAction,
                    help="refused if it contradicts the preset's casing (default: the preset's)")
     p.add_argument("--tfds-data-dir", help="where the tfds:<split> datasets were prepared")
@@ -132,14 +134,18 @@ def main(argv=None):
     import_tensorflow()  # TensorFlow without its start-up noise on stderr (tools/_startup.py)
     # TensorFlow is imported only now, after the flags parsed.
     from keras_bert_zoo.finetuning.run import run_finetuning  # lazy: TensorFlow after the flags (start-up time)
+    from keras_bert_zoo.utils.precision import precision_line  # lazy: as above
 
     config = finetuning_config(args)
+    print(precision_line(config.precision, args.precision), flush=True)
     results = run_finetuning(config, overwrite=args.overwrite)
     dev = " ".join(f"{k}={v:.4f}" if v is not None else f"{k}=n/a" for k, v in results["dev"].items())
     print(f"{results['task']}: dev {dev}; {results['train_examples']} training examples, "
           f"{results['train_examples_per_second']:.1f} examples/s, {results['seconds']:.1f} s in all; "
           f"written to {args.output_dir}"
           + (f"; exported to {results['export_dir']}" if "export_dir" in results else ""))
+    for note in results.get("warnings") or []:  # e.g. every dev prediction one class, with the levers to try
+        print(f"warning: {note}")
     return results
 
 

@@ -24,6 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tools._startup import import_tensorflow  # noqa: E402
 
 
+HUB_PREFIXES = ("hf://", "kaggle://")  # keras_bert_zoo.presets.hubs: resolved by from_preset, not on disk yet
+
 def build_parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="SavedModel directory (tools/export.py), task preset or .keras")
@@ -49,7 +51,7 @@ def _read_lines(path):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise SystemExit(f"{path}:{number} is not valid UTF-8 (byte {e.start + 1} of the line, "
+                raise ValueError(f"{path}:{number} is not valid UTF-8 (byte {e.start + 1} of the line, "
                                  f"{raw[e.start:e.start + 1]!r}). JSON Lines are UTF-8: re-encode the file, "
                                  "e.g. iconv -f latin1 -t utf-8.") from None
             if not line.strip():
@@ -58,7 +60,7 @@ def _read_lines(path):
             try:
                 lines.append((number, json.loads(line)))
             except json.JSONDecodeError as e:
-                raise SystemExit(f"{path}:{number} is not JSON ({e}). Each line must be one JSON value.") from None
+                raise ValueError(f"{path}:{number} is not JSON ({e}). Each line must be one JSON value.") from None
         return lines
     finally:
         if stream is not sys.stdin.buffer:
@@ -70,7 +72,7 @@ def _refuse_output_onto_input(args):
     if "-" in (args.input, args.output) or not os.path.exists(args.output):
         return
     if os.path.exists(args.input) and os.path.samefile(args.input, args.output):
-        raise SystemExit(f"--output {args.output!r} is the --input file; writing the answers would overwrite "
+        raise ValueError(f"--output {args.output!r} is the --input file; writing the answers would overwrite "
                          "the input. Pass another --output file.")
 
 
@@ -88,9 +90,9 @@ def _request_rows(request):
 def main(argv=None):
     args = build_parser().parse_args(argv)
     if args.batch_size < 1:
-        raise SystemExit(f"--batch-size must be >= 1. Received: {args.batch_size}.")
-    if not os.path.exists(args.model):
-        raise SystemExit(f"--model {args.model!r} does not exist.{_interrupted_save_hint(args.model)}")
+        raise ValueError(f"--batch-size must be >= 1. Received: {args.batch_size}.")
+    if not os.path.exists(args.model) and not args.model.startswith(HUB_PREFIXES):
+        raise ValueError(f"--model {args.model!r} does not exist.{_interrupted_save_hint(args.model)}")
     _refuse_output_onto_input(args)
     numbered = _read_lines(args.input)
     import_tensorflow()
@@ -108,7 +110,7 @@ def main(argv=None):
     for i, row in zip(instances, rows):  # every line checked before any runs, each named by its line
         problem = export_client.row_problem(row, specs)
         if problem:
-            raise SystemExit(f"{args.input}:{numbered[i][0]}: the instance {problem}")
+            raise ValueError(f"{args.input}:{numbered[i][0]}: the instance {problem}")
     total = len(rows) + sum(_request_rows(lines[i]) for i in requests)
     bar = tqdm(total=total, unit="row", disable=args.no_progress, file=sys.stderr)
     answers = dict(zip(instances, export_client.predict_rows(function, rows, args.batch_size, bar.update)))
@@ -116,7 +118,7 @@ def main(argv=None):
         try:
             answers[i] = export_client.answer_request(function, lines[i], args.batch_size, bar.update)
         except ValueError as e:
-            raise SystemExit(f"{args.input}:{numbered[i][0]}: {e}") from None
+            raise ValueError(f"{args.input}:{numbered[i][0]}: {e}") from None
     bar.close()
     answers.update({i: None for i, line in enumerate(lines) if line is BLANK})
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")

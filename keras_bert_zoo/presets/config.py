@@ -10,7 +10,7 @@ import os
 
 from keras_bert_zoo.presets import registry as presets
 from keras_bert_zoo.utils import files
-from keras_bert_zoo.presets import sources
+from keras_bert_zoo.presets import hubs, sources
 
 # A cased vocabulary has thousands of capitalised pieces (bert-base-cased: 1 in 4); an uncased one
 # (almost) none — all-MiniLM-L6-v2's uncased vocabulary holds a few symbols such as "ℝ".
@@ -33,7 +33,7 @@ def get_preset_config(preset):
     (`{"name", "config", "weights": {...}}`) or a local checkpoint path."""
     if isinstance(preset, dict):
         return {key: preset["config"][key] for key in presets.CONFIG_KEYS}
-    if presets.is_local_preset(preset):
+    if presets.is_local_preset(preset) or hubs.is_hub_handle(preset):
         return read_local_config(preset)
     entry = presets.get_preset(preset)
     return {key: entry["config"][key] for key in presets.CONFIG_KEYS}
@@ -48,7 +48,7 @@ def preset_lowercase(preset, tokens=None):
     vocabulary does: a cased one has thousands of capitalised pieces, an uncased one at most
     a few symbols such as "ℝ" (uncased when at most `CASED_SHARE` of the tokens are).
     """
-    if not presets.is_local_preset(preset):
+    if not (presets.is_local_preset(preset) or hubs.is_hub_handle(preset)):
         entry = presets.get_preset(preset)
         if "lowercase" in entry:
             return bool(entry["lowercase"])

@@ -66,22 +66,13 @@ def is_local_preset(preset):
     return os.path.exists(path) or os.path.exists(path + ".index")
 
 
-def _interrupted_save_hint(path):
-    """Points to the copy a save killed between its two renames left (`.old-<name>-…`)."""
-    absolute = os.path.abspath(path)
-    copies = files.interrupted_copies(absolute)
-    if not copies:
-        return ""
-    return f" An interrupted save left its previous version at {copies[0]}: rename it to {absolute} to use it."
-
-
 def _refuse_missing_path(name):
     """A name with a path separator is a path: if nothing is there, that is the error."""
     path = name.strip().rstrip("/" + os.sep)
     if not any(sep in path for sep in {"/", os.sep}) or is_local_preset(path):
         return
     absolute = os.path.abspath(path)
-    message = f"No such directory or file: {name!r} ({absolute} does not exist).{_interrupted_save_hint(path)}"
+    message = f"No such directory or file: {name!r} ({absolute} does not exist).{files.interrupted_save_hint(path)}"
     key = os.path.basename(path).lower()
     if key.endswith(".zip"):
         key = key[: -len(".zip")]
@@ -114,7 +105,7 @@ def resolve_name(name):
     raise ValueError(
         f"Unknown preset {name!r}.{hint} Known presets: keras_bert_zoo.list_presets() "
         "(or pass a local directory or zip in our, Google's or HF's layout)."
-        + _interrupted_save_hint(name.strip())
+        + files.interrupted_save_hint(name.strip())
     )
 
 

@@ -18,7 +18,9 @@ one graph. Signatures:
 
 Each task supplies only its post-processing (`keras_bert_zoo/serving/specs.py`); the
 vocabulary is a SavedModel asset (`assets/vocab.txt`) and `do_lower_case` a variable,
-as TF Hub's BERT preprocessors have them. Outputs are dense tensors only (a ragged
+as TF Hub's BERT preprocessors have them; the string variable `precision` records the float
+policy the graph computes in: the task's own (float32 unless the user built or loaded it
+with another `dtype`; nothing is switched on export). Outputs are dense tensors only (a ragged
 output would export as `DT_INVALID`); a variable number of results comes padded, with
 a count. The write is atomic: a failed export leaves no directory behind and an existing
 export at `path` untouched.
@@ -81,6 +83,12 @@ class _ServingModule(keras_internals.auto_trackable_class()):
         self.variables = [getattr(v, "value", v) for v in task.variables]
         self.vocab_file = tf.saved_model.Asset(vocabulary_path)
         self.do_lower_case = tf.Variable(bool(task.preprocessor.tokenizer.lowercase), trainable=False)
+        self.precision = tf.Variable(exported_precision(task), trainable=False)
+
+
+def exported_precision(task):
+    """The float policy `export(task, ...)` writes the graph in: the task's backbone's."""
+    return getattr(task, "backbone", task).dtype_policy.name
 
 
 def _function(specs, body):
@@ -305,5 +313,5 @@ def export(task, path, *, signatures=SIGNATURES, text_inputs=None, version=None,
             _set_method_names(tmp, {k: method for k, (_, method) in functions.items()})
             files.atomic_write_json(os.path.join(tmp, RECORD), {
                 "format": "keras_bert_zoo", "task": type(task).__name__, "signatures": list(signatures),
-                "max_input_chars": max_input_chars})
+                "max_input_chars": max_input_chars, "precision": exported_precision(task)})
     return path

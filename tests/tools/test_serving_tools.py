@@ -74,11 +74,11 @@ def test_preset_to_saved_model_to_json_lines(tmp_path):
 def test_bad_lines_and_instances_are_named(tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text('{"text": "w1"}\nnot json\n')
-    with pytest.raises(SystemExit, match="in.jsonl:2 is not JSON"):
+    with pytest.raises(ValueError, match="in.jsonl:2 is not JSON"):
         predict_tool.main(["--model", str(tmp_path), "--input", str(source), "--output", "-"])
-    with pytest.raises(SystemExit, match="--batch-size"):
+    with pytest.raises(ValueError, match="--batch-size"):
         predict_tool.main(["--model", str(tmp_path), "--input", str(source), "--output", "-", "--batch-size", "0"])
-    with pytest.raises(SystemExit, match="does not exist"):
+    with pytest.raises(ValueError, match="does not exist"):
         export_tool.main(["--model", str(tmp_path / "nothing"), "--output", str(tmp_path / "x")])
 
 
@@ -130,11 +130,11 @@ def test_export_tool_writes_only_its_own_version_folder(preset, tmp_path, monkey
     args = ["--model", preset, "--signatures", "ids", "--precision", "float32"]
     assert export_tool.main(args + ["--output", str(served)]) == str(served / "2")
     assert (served / "1" / "saved_model.pb").read_bytes() == b"theirs"
-    with pytest.raises(SystemExit, match=rf"--output: {served / '2'} holds an earlier export. Pass --overwrite"):
+    with pytest.raises(ValueError, match=rf"--output: {served / '2'} holds an earlier export. Pass --overwrite"):
         export_tool.main(args + ["--output", str(served / "2")])
     assert export_tool.main(args + ["--output", str(served / "2"), "--overwrite"]) == str(served / "2")
     (served / "notes.txt").write_text("mine")
-    with pytest.raises(SystemExit, match=rf"{served} holds files that are not an export .*--version N or --version next"):
+    with pytest.raises(ValueError, match=rf"{served} holds files that are not an export .*--version N or --version next"):
         export_tool.main(args + ["--output", str(served)])
     assert export_tool.main(args + ["--output", str(served), "--version", "next"]) == str(served / "3")
     assert export_tool.main(args + ["--output", str(served), "--version", "7"]) == str(served / "7")
@@ -154,7 +154,7 @@ def test_predict_keeps_one_line_per_input_line_and_names_bad_ones(preset, tmp_pa
     assert len(lines) == 5 and lines[1] == lines[3] == "null" and answers[1] is None
     assert [json.loads(line)["label"] in LABELS for line in (lines[0], lines[2], lines[4])] == [True] * 3
     source.write_text('{"text": "w1"}\n5\nnull\n["w1"]\n')
-    with pytest.raises(SystemExit, match=r"in.jsonl:2: the instance `text` must be a string. Received: 5."):
+    with pytest.raises(ValueError, match=r"in.jsonl:2: the instance `text` must be a string. Received: 5."):
         predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress"])
     from keras_bert_zoo.serving import client
 
@@ -162,10 +162,10 @@ def test_predict_keeps_one_line_per_input_line_and_names_bad_ones(preset, tmp_pa
     assert "must be a string. Received: None" in client.row_problem({"text": None}, specs)
     assert "must be a string. Received: ['w1']" in client.row_problem({"text": ["w1"]}, specs)
     source.write_bytes(b'"w1"\n"caf\xe9"\n')
-    with pytest.raises(SystemExit, match=r"in.jsonl:2 is not valid UTF-8 \(byte 5 of the line"):
+    with pytest.raises(ValueError, match=r"in.jsonl:2 is not valid UTF-8 \(byte 5 of the line"):
         predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out)])
     source.write_text('"w1"\n')
     for output in (str(source), str(tmp_path / "." / "in.jsonl")):
-        with pytest.raises(SystemExit, match="--output .* is the --input file"):
+        with pytest.raises(ValueError, match="--output .* is the --input file"):
             predict_tool.main(["--model", preset, "--input", str(source), "--output", output])
     assert source.read_text() == '"w1"\n'

@@ -206,9 +206,6 @@ def test_hf_handle_offline_loads_minilm_from_the_cache_as_from_its_folder(hf_env
         np.testing.assert_array_equal(got[key], want[key])
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "presets/config.py (get_preset_config, preset_lowercase) sends any non-local preset to the registry; "
-    "it must route hub handles through sources.locate (see the issue 47 report). Remove this mark then."))
 def test_from_preset_takes_a_hub_handle(hf_env):
     hf_cache(hf_env, "org/tiny-bert", read_files(TINY, ["config.json", "model.safetensors", "vocab.txt"]))
     handle = "hf://org/tiny-bert"

@@ -164,7 +164,7 @@ def test_r20_export_and_predict_tools_point_to_the_old_copy(saved_preset, tmp_pa
     argv = ["--model", str(tmp_path / "preset")] + (
         ["--output", str(tmp_path / "served")] if tool == "export" else ["--input", str(source), "--output", "-"])
     main = export_tool.main if tool == "export" else predict_tool.main
-    with pytest.raises(SystemExit, match=f"does not exist.* interrupted save left its previous version at {old}"):
+    with pytest.raises(ValueError, match=f"does not exist.* interrupted save left its previous version at {old}"):
         main(argv)
 
 

@@ -59,7 +59,7 @@ def _export_best(args, run, finetuning, best):
     # In the policy it was fine-tuned and scored in (a preset records it but builds float32
     # unless `dtype` asks): the served answers are the scored model's.
     model = BertClassifier.from_preset(finetuning[best]["preset"], dtype=args.finetune_precision)
-    return export(model, target), False
+    return export(model, target, overwrite=True), False  # the run's own export/1, replaced on a rerun
 
 
 def _tensorboard(log_dir, answer, gold_names):
