@@ -56,11 +56,13 @@ def run_config(module, func, kwargs=None, env=None, timeout=1800):
         p for p in (str(ROOT), child_env.get("PYTHONPATH", "")) if p
     )
     child_env.update({k: str(v) for k, v in (env or {}).items()})
-    cmd = [sys.executable, "-m", "benchmarks._subprocess", module, func, payload]
+    # The arguments go on stdin: a command line holds at most ~128 KiB per argument (a section's
+    # thousands of real sentences do not fit).
+    cmd = [sys.executable, "-m", "benchmarks._subprocess", module, func, "-"]
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            cmd, cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=timeout
+            cmd, cwd=ROOT, env=child_env, input=payload, capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout} s", "wall_s": time.perf_counter() - start}
@@ -124,7 +126,7 @@ def _child(argv):
     args = parser.parse_args(argv)
     worker = getattr(importlib.import_module(args.module), args.func)
     try:
-        result = worker(**json.loads(args.kwargs))
+        result = worker(**json.loads(sys.stdin.read() if args.kwargs == "-" else args.kwargs))
     except Exception as exc:  # reported to the parent, which keeps going
         result = {"error": f"{type(exc).__name__}: {exc}"[:500]}
     sys.stdout.flush()

@@ -146,7 +146,7 @@ class BertTokenClassifier(ClassifierHead, Task):
         A word is what whitespace separates, so `"Paris."` is one word: split
         punctuation off (as CoNLL does) for spans without it.
         """
-        texts = list(texts)
+        texts = [texts] if isinstance(texts, str) else list(texts)  # one string is a batch of one
         return TokenClassifierPreprocessor.entities(texts, self.predict_tags(texts, batch_size))
 
     def get_config(self):

@@ -16,6 +16,7 @@ from keras_bert_zoo.models.task_predicting import TaskPredicting
 from keras_bert_zoo.models.task_raw_text import RawTextInputs
 from keras_bert_zoo.models.task_summary import TaskSummary
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
+from keras_bert_zoo.training.callbacks import BuildAwareProgbar
 from keras_bert_zoo.training.replica_steps import batchwise, fit_on_workers, placeholder_batch, replica_step_function
 from keras_bert_zoo.utils import keras_internals, quantization
 
@@ -136,6 +137,11 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Mode
             self._start_run(x, batch_size, epochs - initial_epoch, steps_per_epoch)
         if prepared is not None:
             shuffle = False  # done in the pipeline (Keras warns that it ignores it on datasets)
+        callbacks = list(kwargs.pop("callbacks", None) or [])
+        if kwargs.get("verbose", "auto") != 0 and not any(isinstance(c, keras.callbacks.ProgbarLogger)
+                                                          for c in callbacks):
+            callbacks.append(BuildAwareProgbar())  # step 1 builds the graph: said apart, kept out of the ETA
+        kwargs["callbacks"] = callbacks
         fit = functools.partial(super().fit, x=x, y=y, batch_size=batch_size, epochs=epochs,
                                 sample_weight=sample_weight, validation_data=validation_data,
                                 validation_split=validation_split, shuffle=shuffle, initial_epoch=initial_epoch,

@@ -111,6 +111,9 @@ def test_one_string_or_one_pair_is_a_batch_of_one():
     tagger = BertTokenClassifier.from_preset(FIXTURE, num_classes=3, sequence_length=8)
     assert tagger.predict("w1 w2", verbose=0).shape == (1, 8, 3)
     assert isinstance(tagger.postprocess(tagger.predict("w1 w2", verbose=0))["label_id"], np.ndarray)
+    named = BertTokenClassifier.from_preset(FIXTURE, num_classes=3, labels=["O", "B-X", "I-X"], sequence_length=8)
+    assert len(named.predict_entities("w1 w2")) == 1  # one text, not one per character
+    assert named.predict_entities("w1 w2") == named.predict_entities(["w1 w2"])
     qa = BertSpanExtractor.from_preset(FIXTURE, sequence_length=24)
     assert len(qa.predict(("w1 w2", "w3 w4 w5"), verbose=0)["answer_text"]) == 1
 
@@ -161,3 +164,30 @@ def test_an_untrained_task_saves_and_loads_without_an_optimizer_mismatch(tmp_pat
         restored = keras.saving.load_model(path)
     assert not [w for w in caught if "optimizer" in str(w.message)], [str(w.message) for w in caught]
     assert restored.compiled
+
+
+def test_fit_shows_the_graph_build_apart_from_the_bar():
+    from keras_bert_zoo.training.callbacks import BuildAwareProgbar
+
+    task = classifier(sequence_length=16)
+    seen = []
+    # The bar Keras uses is the one in the fit's callback list: ours unless the caller passed a bar.
+    original = keras.callbacks.CallbackList.__init__
+
+    def spy_init(self, callbacks=None, *args, **kwargs):
+        original(self, callbacks, *args, **kwargs)
+        seen.append([type(c).__name__ for c in self.callbacks])
+
+    keras.callbacks.CallbackList.__init__ = spy_init
+    try:
+        task.fit(["w1 w2", "w3"], np.array([0, 1]), batch_size=2, epochs=1, verbose=1)
+        bars = [name for names in seen for name in names if "Progbar" in name]
+        assert bars == ["BuildAwareProgbar"], seen
+        seen.clear()
+        task.fit(["w1 w2", "w3"], np.array([0, 1]), batch_size=2, epochs=1, verbose=1,
+                 callbacks=[keras.callbacks.ProgbarLogger()])
+        bars = [name for names in seen for name in names if "Progbar" in name]
+        assert bars == ["ProgbarLogger"], seen  # the caller's bar, alone
+    finally:
+        keras.callbacks.CallbackList.__init__ = original
+    assert issubclass(BuildAwareProgbar, keras.callbacks.ProgbarLogger)
