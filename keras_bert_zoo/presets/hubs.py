@@ -3,15 +3,14 @@ see `hf_hub`) and `kaggle://owner/model/framework/variation[/version]` (Kaggle M
 
 Each is resolved to a local folder by the hub's own client and cache (huggingface_hub, kagglehub),
 so a model fetched once, by us or by that hub's tools, is found again offline; `sources` then reads
-the folder as it reads a local path. A folder in a layout our loaders cannot read (a keras-hub
-preset, whose config.json would pass for HF's; a TensorFlow SavedModel) is refused, naming the
+the folder as it reads a local path (ours, Google's, HF's or a keras-hub preset, such as Kaggle's
+`keras/bert` models). A TensorFlow SavedModel, which our loaders cannot read, is refused, naming the
 layout, before anything is read from it.
 """
 
 import os
 
 from keras_bert_zoo.presets import download, hf_hub, preset_format
-from keras_bert_zoo.utils import files
 
 HF_SCHEME = hf_hub.SCHEME
 KAGGLE_SCHEME = "kaggle://"
@@ -44,48 +43,25 @@ def resolve_handle(handle):
 
 def refuse_unreadable_layout(handle, folder):
     """Raises ValueError when the checkpoint in `folder` (or its one sub-folder, as
-    `sources.detect_layout` looks) is a layout our loaders cannot read yet, rather than misread it."""
+    `sources.detect_layout` looks) is a layout our loaders cannot read (a TensorFlow SavedModel),
+    rather than misread it. A keras-hub preset is read (`sources`, `weights/keras_hub_checkpoint`):
+    a keras-hub model other than BERT is refused there, by its name, before its weights are read."""
     directory = folder
     while True:
         names = set(os.listdir(directory))
-        config = os.path.join(directory, "config.json")
-        if os.path.isfile(config):
-            name = keras_object_name(files.read_json(config))
-            if name:
-                raise ValueError(
-                    f"{handle} resolved to {directory}, a keras-hub preset (config.json is the Keras object "
-                    f"{name!r}, weights in model.weights.h5): keras_bert_zoo cannot read keras-hub presets "
-                    f"yet. Load it with keras-hub (keras_hub.models.BertBackbone.from_preset({handle!r})), or pass "
-                    "the same model in our, Google's or HF's layout (e.g. hf://google-bert/bert-base-uncased)."
-                )
-            return
-        if "saved_model.pb" in names:
+        if "saved_model.pb" in names and "config.json" not in names:
             raise ValueError(
                 f"{handle} resolved to {directory}, a TensorFlow SavedModel (saved_model.pb): keras_bert_zoo reads "
                 "checkpoints, not SavedModels. Pass the model as a checkpoint in our, Google's (bert_config.json + "
-                "bert_model.ckpt) or HF's (config.json + model.safetensors) layout."
+                "bert_model.ckpt), HF's (config.json + model.safetensors) or keras-hub's (config.json + "
+                "model.weights.h5) layout."
             )
-        if names & {"bert_config.json", preset_format.MANIFEST_FILE}:
+        if names & {"config.json", "bert_config.json", preset_format.MANIFEST_FILE}:
             return
         subdirs = [n for n in names if os.path.isdir(os.path.join(directory, n)) and not n.startswith((".", "__"))]
         if len(subdirs) != 1:
             return  # `sources.detect_layout` says what is missing
         directory = os.path.join(directory, subdirs[0])
-
-
-def keras_object_name(config):
-    """The registered name (`keras_hub>BertBackbone`) of a config.json that is a serialized Keras
-    object, as keras-hub (and keras-nlp before it) writes a preset's, else None. HF's and ours are not."""
-    if not isinstance(config, dict):
-        return None
-    names = [config.get("registered_name"), config.get("class_name")]
-    module = config.get("module")
-    for name in names:
-        if isinstance(name, str) and ">" in name:
-            return name
-    if isinstance(module, str) and module.startswith(("keras_hub", "keras_nlp")):
-        return f"{module.split('.', 1)[0]}>{config.get('class_name')}"
-    return None
 
 
 def parse_kaggle_handle(handle):

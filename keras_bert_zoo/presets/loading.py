@@ -2,7 +2,8 @@
 
 A preset is a registry name or alias (`"bert_base_en_uncased"`), a registry-style
 entry dict, or a local directory / zip in our, Google's (`bert_model.ckpt` +
-`bert_config.json`) or HF's (`model.safetensors` + `config.json`) layout.
+`bert_config.json`), HF's (`model.safetensors` + `config.json`) or keras-hub's
+(`model.weights.h5` + `config.json`, a serialized Keras object) layout.
 
 A model is written as a preset by its own method, `model.save_to_preset(directory)`
 (`Backbone.save_to_preset`, `Task.save_to_preset`); `write_model_preset` here is the
@@ -19,7 +20,7 @@ import logging
 import warnings
 
 from keras_bert_zoo.weights import mapping
-from keras_bert_zoo.presets import preset_format, sources
+from keras_bert_zoo.presets import preset_format, sources, task_heads
 
 logger = logging.getLogger("keras_bert_zoo.weights")
 
@@ -245,8 +246,14 @@ def model_tensors(model):
 
 def read_task_config(preset):
     """The `task`, `preprocessor` and `lowercase` fields of a task saved by
-    `Task.save_to_preset`; `{}` for any other preset (Google's, HF's, a backbone)."""
+    `Task.save_to_preset`; for an HF `BertFor…` folder or a keras-hub `BertTextClassifier`
+    preset the same fields from their files (`task_heads`; the task then has a `source`);
+    `{}` for any other preset (Google's, a backbone)."""
     layout, directory = sources.locate(preset)
+    if layout == "hf":
+        return task_heads.hf_task_config(directory)
+    if layout == "keras_hub":
+        return task_heads.keras_hub_task_config(directory)
     if layout != "keras_bert_zoo":
         return {}
     config = preset_format.read_preset_config(directory)

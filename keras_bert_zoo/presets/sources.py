@@ -1,5 +1,5 @@
 """Finds a preset's files: a registry entry (downloaded, verified, converted once into
-the cache) or a local directory / archive in our, Google's or HF's layout."""
+the cache) or a local directory / archive in our, Google's, HF's or keras-hub's layout."""
 
 import logging
 import os
@@ -11,7 +11,7 @@ from keras_bert_zoo.presets import registry as presets
 from keras_bert_zoo.utils import archives, files
 from keras_bert_zoo.weights import configs, google_checkpoint
 from keras_bert_zoo.presets import download, hubs, preset_format
-from keras_bert_zoo.weights import safetensors_checkpoint
+from keras_bert_zoo.weights import keras_hub_checkpoint, safetensors_checkpoint
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 DOWNLOAD_RECORD = "download.json"
@@ -62,12 +62,17 @@ def _find_layout_root(directory):
 
 
 def detect_layout(directory):
-    """Returns `(layout, root)` with layout `"keras_bert_zoo"`, `"google"` or `"hf"`."""
+    """Returns `(layout, root)` with layout `"keras_bert_zoo"`, `"google"`, `"keras_hub"` or `"hf"`.
+
+    keras-hub's `config.json` is a serialized Keras object (`registered_name` `keras_hub>…`),
+    HF's a dict of sizes: both are named config.json, so the content tells them apart."""
     root = _find_layout_root(directory)
     if preset_format.is_preset_dir(root):
         return "keras_bert_zoo", root
     if os.path.isfile(os.path.join(root, "bert_config.json")):
         return "google", root
+    if keras_hub_checkpoint.is_keras_hub_preset(root):
+        return "keras_hub", root
     return "hf", root
 
 
@@ -106,6 +111,8 @@ def read_config(layout, directory):
     """Returns `BertBackbone` arguments from the directory's config file."""
     if layout == "keras_bert_zoo":
         return dict(preset_format.read_preset_config(directory)["backbone"])
+    if layout == "keras_hub":
+        return keras_hub_checkpoint.read_keras_hub_config(directory)
     name = "bert_config.json" if layout == "google" else "config.json"
     path = os.path.join(directory, name)
     return configs.backbone_config_from_foreign(files.read_json(path), source=path)
@@ -121,6 +128,8 @@ def read_tensors(layout, directory, verify=True):
         return preset_format.read_preset_tensors(directory, verify=verify), directory
     if layout == "google":
         return google_checkpoint.read_google_tensors(directory), directory
+    if layout == "keras_hub":
+        return keras_hub_checkpoint.read_keras_hub_tensors(directory), directory
     has_safetensors = any(n.endswith(".safetensors") or n == "model.safetensors.index.json" for n in os.listdir(directory))
     if not has_safetensors:
         pickles = [n for n in os.listdir(directory) if n.lower().endswith(PICKLE_SUFFIXES)]
@@ -131,9 +140,25 @@ def read_tensors(layout, directory, verify=True):
 
 
 def vocabulary_path(layout, directory):
-    """Returns the path of `vocab.txt` or None."""
-    path = os.path.join(directory, "vocab.txt")
+    """Returns the path of the vocabulary (`vocab.txt`; keras-hub's
+    `assets/tokenizer/vocabulary.txt`) or None."""
+    name = keras_hub_checkpoint.VOCABULARY_FILE if layout == "keras_hub" else "vocab.txt"
+    path = os.path.join(directory, name)
     return path if os.path.isfile(path) else None
+
+
+def tokenizer_settings(layout, directory):
+    """The casing a foreign checkpoint's tokenizer files state: `{"lowercase", "strip_accents"}`,
+    each only where stated (HF's `tokenizer_config.json` `do_lower_case`/`strip_accents`, keras-hub's
+    `tokenizer.json`); `{}` for the others (our presets keep `lowercase` in their config)."""
+    if layout == "keras_hub":
+        return keras_hub_checkpoint.tokenizer_settings(directory)
+    path = os.path.join(directory, "tokenizer_config.json")
+    if layout != "hf" or not os.path.isfile(path):
+        return {}
+    config = files.read_json(path)
+    pairs = (("lowercase", config.get("do_lower_case")), ("strip_accents", config.get("strip_accents")))
+    return {key: bool(value) for key, value in pairs if value is not None}
 
 
 def convert_directory(layout, directory, target, extra=None):

@@ -7,7 +7,7 @@ import inspect
 import keras
 
 from keras_bert_zoo.utils import quantization
-from keras_bert_zoo.presets import loading, preset_format
+from keras_bert_zoo.presets import loading, preset_format, sources, task_heads
 from keras_bert_zoo.weights import mapping
 
 
@@ -46,12 +46,18 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     task_kwargs = dict(task.get("config", {})) if task.get("class_name") == cls.__name__ else {}
     own = set(inspect.signature(cls.__init__).parameters) - {"self", "backbone", "preprocessor", "kwargs"}
     explicit = {k: kwargs.pop(k) for k in list(kwargs) if k in own}
+    if task.get("source"):  # a foreign checkpoint's head: the caller's arguments must not contradict it
+        merged = task_heads.merge_arguments(cls.__name__, task, {k: v for k, v in explicit.items() if v is not None})
+        if task["class_name"] == cls.__name__:
+            task_kwargs = merged
+            explicit = {k: v for k, v in explicit.items() if k not in ("num_classes", "labels")}
     # The saved preprocessor settings, each overridden by a value the caller gives.
     accepted = _preset_arguments(cls.preprocessor_cls.from_preset) - {"sequence_length", "lowercase"}
     stored = saved.get("preprocessor") or {}
     settings = {k: v for k, v in stored.items() if k in accepted}
     settings.update({k: v for k, v in ((k, kwargs.pop(k)) for k in list(kwargs) if k in accepted)
                      if v is not None})
+    settings.update(_foreign_casing(preset, settings))
     task_kwargs.update({k: v for k, v in explicit.items() if v is not None})
     # An argument of both the task and its preprocessor (a span extractor's `rules`) sets both.
     settings.update({k: v for k, v in explicit.items() if k in accepted and v is not None})
@@ -61,6 +67,9 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     if load_weights:
         tensors, source = loading.read_preset_tensors(preset)
         for key, value in cls.config_from_checkpoint(tensors).items():
+            if task.get("source") and key in task_kwargs and task_kwargs[key] != value:
+                raise ValueError(f"{task['source']} says {key}={task_kwargs[key]}, its weights {key}={value}: "
+                                 "the checkpoint contradicts itself. Nothing was loaded.")
             task_kwargs.setdefault(key, value)
     for key, value in cls.preset_defaults.items():
         task_kwargs.setdefault(key, value)
@@ -80,6 +89,21 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     if task.get("class_name") == cls.__name__ and task.get("quantization"):
         model.quantize(task["quantization"])
     return model
+
+
+def _foreign_casing(preset, settings):
+    """The casing an HF or keras-hub checkpoint's tokenizer files state, for the preprocessor:
+    `lowercase` unless the caller set it, and `strip_accents` where it differs from `lowercase`
+    (keras-hub's uncased BERT lowercases without stripping accents)."""
+    layout, directory = sources.locate(preset)
+    stated = sources.tokenizer_settings(layout, directory)
+    out = {}
+    if "lowercase" in stated and settings.get("lowercase") is None:
+        out["lowercase"] = stated["lowercase"]
+    lowercase = settings.get("lowercase", out.get("lowercase"))
+    if stated.get("strip_accents") is not None and lowercase is not None and stated["strip_accents"] != lowercase:
+        out["strip_accents"] = stated["strip_accents"]
+    return out
 
 
 def _preset_arguments(function):
