@@ -13,7 +13,6 @@ are run in batches of similar length (sorted by characters) and returned in thei
 """
 
 import os
-import warnings
 
 import keras
 import numpy as np
@@ -41,9 +40,10 @@ def task_class(name):
 def load_task(model, text_inputs=None, dtype=None):
     """A fine-tuned task from a preset directory (saved by `save_to_preset`) or a `.keras` file.
 
-    `dtype`: None (the model's default, `utils.precision.default_policy()`: bf16 on a CPU
-    with native bf16), `"auto"` or a policy name. A `.keras` file saved with an explicit
-    policy keeps it (a warning says so when `dtype` asks for another).
+    `dtype`: None (the model's default, `utils.precision.default_policy()`: float32 unless
+    Keras' global policy says otherwise), `"auto"` (bf16 where the CPU has it) or a policy
+    name. A `.keras` file saved with an explicit policy keeps it: a `dtype` asking for
+    another is refused (a setting takes effect or is refused), naming both.
     """
     if str(model).endswith(".keras"):
         return _load_keras_file(model, dtype)
@@ -57,23 +57,24 @@ def load_task(model, text_inputs=None, dtype=None):
 
 
 def _load_keras_file(path, dtype):
-    """`keras.saving.load_model`; a policy saved as "pick on loading" (None) takes `dtype`."""
+    """`keras.saving.load_model`; a policy saved as "pick on loading" (None) takes `dtype`,
+    through Keras' global policy (what `default_policy()` follows) for the load only."""
     if dtype is None:
         return keras.saving.load_model(path, safe_mode=True)
     wanted = precision.resolve_precision(dtype)
-    saved = os.environ.get(precision.ENV)
-    os.environ[precision.ENV] = wanted  # what `default_policy()` picks while loading
+    before = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(wanted)
     try:
         task = keras.saving.load_model(path, safe_mode=True)
     finally:
-        if saved is None:
-            os.environ.pop(precision.ENV, None)
-        else:
-            os.environ[precision.ENV] = saved
+        keras.config.set_dtype_policy(before)
     got = task.backbone.dtype_policy.name
     if got != wanted:
-        warnings.warn(f"{path!r} was saved with dtype={got!r}, which it keeps; dtype={dtype!r} applies to "
-                      f"models saved without one (and to presets).", stacklevel=3)
+        raise ValueError(
+            f"{path} was saved computing in {got!r}, which a .keras file keeps; the requested "
+            f"dtype/--precision {dtype!r} ({wanted}) cannot take effect. Leave --precision out to use {got!r}, "
+            "or load it in Python, rebuild the task with the dtype you want and save it again."
+        )
     return task
 
 

@@ -92,9 +92,10 @@ def test_export_loads_presets_and_keras_files_in_the_policy_asked(monkeypatch, t
     for model in (tmp_path / "preset", tmp_path / "task.keras"):
         assert policy(model) == "float32"
         assert policy(model, "auto") == policy(model, "mixed_bfloat16") == "mixed_bfloat16"
-    assert precision_lib.ENV not in os.environ  # the override was only for loading
-    with pytest.warns(UserWarning, match="saved with dtype='mixed_bfloat16', which it keeps"):
-        assert policy(tmp_path / "pinned.keras", "float32") == "mixed_bfloat16"
+    assert precision_lib.ENV not in os.environ and keras.config.dtype_policy().name == "float32"  # for loading only
+    assert policy(tmp_path / "pinned.keras") == policy(tmp_path / "pinned.keras", "mixed_bfloat16") == "mixed_bfloat16"
+    with pytest.raises(ValueError, match=r"pinned.keras was saved computing in 'mixed_bfloat16'.*cannot take effect"):
+        policy(tmp_path / "pinned.keras", "float32")  # a setting takes effect or is refused
 
     # tools/export.py writes float32 graphs unless asked, as every command (a bf16 graph is slow on a CPU
     # without bf16).
