@@ -350,14 +350,15 @@ def test_kaggle_handle_resolves_to_its_cached_folder(kaggle_env):
      "config": {"vocabulary_size": 64}, "registered_name": "keras_hub>BertBackbone"},
     {"class_name": "keras_hub>BertBackbone", "config": {"vocabulary_size": 64}},
 ])
-def test_kaggle_keras_hub_preset_is_refused_naming_the_layout(kaggle_env, config):
+def test_kaggle_keras_hub_preset_is_told_from_hf_by_its_config(kaggle_env, config):
+    """A keras-hub preset's config.json would pass for HF's by name: its content tells it apart
+    (reading one is tests/weights/test_keras_hub_presets.py's)."""
     folder = kaggle_cache(kaggle_env, "keras/bert/keras/bert_tiny_en_uncased", 2, files={
         "config.json": json.dumps(config), "model.weights.h5": "h5", "metadata.json": "{}",
         "tokenizer.json": "{}", "assets/tokenizer/vocabulary.txt": "[PAD]\n"})
-    with pytest.raises(ValueError, match=re.escape(
-            f"kaggle://keras/bert/keras/bert_tiny_en_uncased/2 resolved to {folder}, a keras-hub preset "
-            "(config.json is the Keras object 'keras_hub>BertBackbone', weights in model.weights.h5): "
-            "keras_bert_zoo cannot read keras-hub presets yet.")):
+    assert sources.locate("kaggle://keras/bert/keras/bert_tiny_en_uncased/2") == ("keras_hub", folder)
+    with pytest.raises(ValueError, match=re.escape(f"{folder}/config.json lacks the BertBackbone argument(s) "
+                                                   "['num_layers', 'num_heads', 'hidden_dim', 'intermediate_dim']")):
         loading.read_preset_tensors("kaggle://keras/bert/keras/bert_tiny_en_uncased/2")
 
 
