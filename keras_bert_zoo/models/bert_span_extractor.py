@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.metrics import squad_dev
 from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models import window_batches
 from keras_bert_zoo.models.task import Task
 from keras_bert_zoo.text.span_decoder import DECODER_SETTINGS, WINDOW_FIELDS, SpanDecoder
 from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor, as_pairs
@@ -24,9 +25,11 @@ class BertSpanExtractor(Task):
     (Keras' loss plumbing: two outputs, `loss_weights` 0.5 each). Training labels and
     windows come from `SpanExtractorPreprocessor` (doc stride, max context, `[CLS]` for
     a window without the answer); answers from `SpanDecoder` (n-best spans, the v2.0
-    null score against `null_score_diff_threshold`). `fit`'s `batch_size` counts
-    questions; a step trains on all their windows (the original batches 32 windows,
-    which for SQuAD's mostly one-window contexts is nearly the same).
+    null score against `null_score_diff_threshold`). On raw text, `fit`'s and
+    `evaluate`'s `batch_size` counts windows, as the original's `train_batch_size` and HF's
+    `run_qa.py` (a long passage makes dozens: a step over all the windows of some questions
+    would hold memory in proportion to the passages, `window_batches.py`); `predict`'s
+    counts questions.
 
     Args:
         backbone: `keras_bert_zoo.BertBackbone`. Its pooler (`pooled_dense`), which no
@@ -127,6 +130,25 @@ class BertSpanExtractor(Task):
 
     def default_loss(self):
         return [keras.losses.SparseCategoricalCrossentropy(from_logits=True) for _ in range(2)]
+
+    def _prepare(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, sort=False, buckets=None):
+        """Raw questions with answers (`fit`, `evaluate`, validation data): steps of `batch_size`
+        windows (`window_batches.training_dataset`); anything else as every task."""
+        if not window_batches.applies(self, x, y):
+            return super()._prepare(x, y, sample_weight, batch_size, shuffle, sort, buckets)
+        if buckets is not None:
+            raise ValueError(
+                "`length_buckets` does not apply to a span extractor: its training batches are windows "
+                f"of one length (sequence_length, cut to the longest). Received: length_buckets={buckets!r}."
+            )
+        preprocessor = self.preprocessor
+        key = (id(preprocessor),) + tuple(getattr(preprocessor, name) for name in getattr(preprocessor, "settings", ()))
+        cached = self.__dict__.get("_window_functions")
+        if cached is None or cached[0] != key:  # traced once per preprocessor and settings
+            self.check_sequence_length()
+            cached = (key, window_batches.window_functions(preprocessor))
+            object.__setattr__(self, "_window_functions", cached)  # not a tracked Keras attribute
+        return window_batches.training_dataset(cached[1], x, y, sample_weight, batch_size, shuffle), None
 
     def head_variables(self):
         """The head under `run_squad.py`'s names (HF `qa_outputs.*` maps onto them)."""

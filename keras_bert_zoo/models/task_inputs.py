@@ -232,9 +232,14 @@ def _packed(function):
     return tf.autograph.experimental.do_not_convert(lambda *data: function(data))
 
 
-def preprocess(dataset, prepare):
-    """Maps `prepare` (see `pipeline_functions`) over the batches, in order, prefetching."""
+def preprocess(dataset, prepare, regroup=None):
+    """Maps `prepare` (see `pipeline_functions`) over the batches, in order, prefetching.
+    `regroup` (a function of the mapped dataset) rebatches its rows first: span extraction's
+    training steps take a fixed number of windows, not all the windows of some questions
+    (`window_batches.py`)."""
     dataset = dataset.map(_packed(prepare), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if regroup is not None:
+        dataset = regroup(dataset)
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(_OPTIONS)
 
 
