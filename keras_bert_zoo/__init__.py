@@ -54,7 +54,9 @@ from keras_bert_zoo.pretraining.config import PretrainingConfig  # noqa: E402
 from keras_bert_zoo.pretraining.fill_mask import fill_mask  # noqa: E402
 from keras_bert_zoo.pretraining.run import run_pretraining  # noqa: E402
 from keras_bert_zoo.serving.export import export  # noqa: E402  (the function shadows the module name)
+from keras_bert_zoo.serving.hf_checkpoint import save_hf_checkpoint  # noqa: E402
 from keras_bert_zoo.serving.hub import export_encoder, export_preprocessor  # noqa: E402
+from keras_bert_zoo.serving.keras_hub_preset import save_keras_hub_preset  # noqa: E402
 from keras_bert_zoo.text import (  # noqa: E402
     BertPreprocessor,
     BertTokenizer,
@@ -149,10 +151,12 @@ __all__ = [
     "run_pretraining",
     "run_tuning",
     "tune",
-    # Export.
+    # Export, and checkpoints for the other hubs (transformers' folders, keras-hub presets).
     "export",
     "export_encoder",
     "export_preprocessor",
+    "save_hf_checkpoint",
+    "save_keras_hub_preset",
     # Subpackages.
     "data",
     "finetuning",

@@ -27,7 +27,7 @@ USER_FACING = {
     "PretrainingConfig", "run_pretraining", "FinetuningConfig", "run_finetuning", "run_tuning", "tune",
     "fill_mask",
     # export
-    "export", "export_encoder", "export_preprocessor",
+    "export", "export_encoder", "export_preprocessor", "save_hf_checkpoint", "save_keras_hub_preset",
 }
 SUBPACKAGES = {"data", "metrics", "text", "layers", "models", "presets", "weights", "training", "pretraining",
                "finetuning", "serving", "utils"}

@@ -74,9 +74,22 @@ def _local_preset_lowercase(preset):
         if layout == "keras_bert_zoo":
             value = sources.preset_format.read_preset_config(directory).get("lowercase")
             return None if value is None else bool(value)
+        if layout == "keras_hub":  # its tokenizer.json states the casing
+            return sources.tokenizer_settings(layout, directory).get("lowercase")
         if layout == "hf" and os.path.isfile(os.path.join(directory, "tokenizer_config.json")):
             value = files.read_json(os.path.join(directory, "tokenizer_config.json")).get("do_lower_case")
             return None if value is None else bool(value)
     except (ValueError, OSError, KeyError):
         pass  # not readable as ours: the name or the vocabulary decides
     return None
+
+
+def stated_strip_accents(preset):
+    """`strip_accents` as a local or hub checkpoint's tokenizer files state it (keras-hub's uncased
+    BERT lowercases without stripping accents), else None (a registry name: BERT's own rule)."""
+    if not (presets.is_local_preset(preset) or hubs.is_hub_handle(preset)):
+        return None
+    try:
+        return sources.tokenizer_settings(*sources.locate(preset)).get("strip_accents")
+    except (ValueError, OSError, KeyError):
+        return None  # not readable as a checkpoint: the tokenizer's default

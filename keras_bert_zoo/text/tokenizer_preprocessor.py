@@ -9,7 +9,7 @@ from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.vocabulary import load_vocabulary
 from keras_bert_zoo.utils import keras_internals
 from keras_bert_zoo.presets.loading import get_preset_vocabulary
-from keras_bert_zoo.presets.config import preset_lowercase
+from keras_bert_zoo.presets.config import preset_lowercase, stated_strip_accents
 
 
 class TokenizerPreprocessor(keras.layers.Layer):
@@ -100,4 +100,8 @@ class TokenizerPreprocessor(keras.layers.Layer):
                 stacklevel=3,
             )
         lowercase = expected if lowercase is None else bool(lowercase)
+        if "strip_accents" not in kwargs:
+            stated = stated_strip_accents(preset)
+            if stated is not None and stated != lowercase:  # e.g. keras-hub's: lowercased, accents kept
+                kwargs["strip_accents"] = stated
         return BertTokenizer(tokens, lowercase=lowercase, **kwargs)

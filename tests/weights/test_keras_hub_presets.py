@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_zoo import BertBackbone, BertClassifier, BertTokenClassifier
+from keras_bert_zoo import BertBackbone, BertClassifier, BertPreprocessor, BertTokenClassifier
 from keras_bert_zoo.presets import sources
 from tests.weights import weights_testlib as lib
 
@@ -80,6 +80,9 @@ def test_keras_hub_classifier_loads_with_its_head_and_casing(tmp_path, lowercase
     ours = BertClassifier.from_preset(str(tmp_path / "kh"), dropout=0.0)
     assert ours.num_classes == 3 and ours.labels is None and ours.preprocessor.sequence_length == 16
     assert ours.preprocessor.tokenizer.lowercase is lowercase
+    # The preprocessor alone reads the same casing (keras-hub's uncased: lowercased, accents kept).
+    alone = BertPreprocessor.from_preset(str(tmp_path / "kh")).tokenizer
+    assert (alone.lowercase, alone.strip_accents) == (lowercase, ours.preprocessor.tokenizer.strip_accents)
     same_ids(ours, theirs, PAIRS)
     same_ids(ours, theirs, SENTENCES)  # capitals: lowercased or [UNK] as keras-hub's tokenizer does
     np.testing.assert_allclose(ours.predict(PAIRS, verbose=0), their_logits(theirs, PAIRS), atol=1e-5)
