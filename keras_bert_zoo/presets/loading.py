@@ -80,11 +80,14 @@ def _load(targets, preset, verify=True):
 POOLER = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
 
 
-def _assign(targets, tensors, source):
+def _assign(targets, tensors, source, pooler_used=True):
     if all(name in targets and name not in tensors for name in POOLER):
         # HF's BertFor{QuestionAnswering,TokenClassification} save no pooler (`add_pooling_layer=False`).
         targets = {name: var for name, var in targets.items() if name not in POOLER}
-        logger.warning("The checkpoint %s has no pooler (bert/pooler/dense): left randomly initialised.", source)
+        # A warning only where the pooler is used: token and span tasks freeze it and never read it.
+        logger.log(logging.WARNING if pooler_used else logging.INFO,
+                   "The checkpoint %s has no pooler (bert/pooler/dense): left randomly initialised%s.", source,
+                   "" if pooler_used else " (this task does not use it)")
     _check_unexpected(tensors, targets, source)
     mapping.assign_tensors(targets, tensors, source)
     unused = _report_unused(tensors, targets, source)
@@ -165,7 +168,8 @@ def assign_declared_weights(model, tensors, source, missing_heads="warn"):
         raise ValueError(f"`missing_heads` must be one of {MISSING_HEADS}. Received: missing_heads={missing_heads!r}.")
     targets = _drop_unloadable_heads(dict(model.declared_variables()), tensors, source, missing_heads)
     heads = sorted({mapping.head_of(n) for n in targets} - {None})
-    return dict(_assign(targets, tensors, source), heads=heads)
+    pooler = getattr(backbone_of(model), "pooled_dense", None)
+    return dict(_assign(targets, tensors, source, pooler_used=pooler is None or pooler.trainable), heads=heads)
 
 
 def load_pretrainer_weights(pretrainer, preset, missing_heads="warn", verify=True):
