@@ -137,7 +137,8 @@ def write_quoref_squad(out_dir, data_dir=None, dev_fraction=0.1, prefix="quoref"
 
     Returns:
         dict: `train`/`dev` -> `(path, questions written)`, and `skipped` -> counts of
-        questions left out (`multi_span`: several answers all needed; `not_in_context`).
+        questions left out (`multi_span`: several answers all needed; `not_in_context`;
+        `empty_question`: no question text).
     """
     return _write(read_quoref(data_dir), out_dir, prefix, "1.1", dev_fraction)
 
@@ -155,7 +156,8 @@ def write_disfl_qa_squad(out_dir, data_dir=None, dev_fraction=0.1, prefix="disfl
 
     Returns:
         dict: `train`/`dev` -> `(path, questions written)`, and `skipped` -> counts of
-        questions left out (`not_in_context`: the answer is no span of the paragraph).
+        questions left out (`not_in_context`: the answer is no span of the paragraph;
+        `empty_question`: no question text).
     """
     return _write(read_disfl_qa(data_dir), out_dir, prefix, "2.0", dev_fraction)
 
@@ -163,7 +165,7 @@ def write_disfl_qa_squad(out_dir, data_dir=None, dev_fraction=0.1, prefix="disfl
 def _write(rows, out_dir, prefix, version, dev_fraction):
     if not 0.0 < dev_fraction < 1.0:
         raise ValueError(f"`dev_fraction` must be in (0, 1). Received: dev_fraction={dev_fraction!r}.")
-    skipped = collections.Counter(multi_span=0, not_in_context=0)
+    skipped = collections.Counter(multi_span=0, not_in_context=0, empty_question=0)
     splits = {"train": collections.OrderedDict(), "dev": collections.OrderedDict()}
     for qid, context, question, answers in rows:
         qa = _qa(qid, question, context, answers, version, skipped)
@@ -189,6 +191,9 @@ def _qa(qid, question, context, answers, version, skipped):
     """One SQuAD `qas` entry, or None (counted in `skipped`)."""
     if len(answers) > 1:  # Quoref's multi-span answers: all are needed, one span cannot be right
         skipped["multi_span"] += 1
+        return None
+    if not question.strip():  # Disfl-QA holds a few: a reader refuses a question with no text
+        skipped["empty_question"] += 1
         return None
     qa = {"id": qid, "question": question, "answers": []}
     if version == "2.0":

@@ -63,7 +63,7 @@ def test_conversion_of_both_layouts(tmp_path):
     passages = _write_tasks(data_dir)
     out = str(tmp_path / "out")
     written = bigbench_qa.write_quoref_squad(out, data_dir=data_dir, dev_fraction=0.5)
-    assert written["skipped"] == {"multi_span": 1, "not_in_context": 1}
+    assert written["skipped"] == {"multi_span": 1, "not_in_context": 1, "empty_question": 0}
     assert written["train"][1] + written["dev"][1] == 2
     by_id = {}
     for split in ("train", "dev"):
@@ -74,7 +74,7 @@ def test_conversion_of_both_layouts(tmp_path):
     assert by_id == {"quoref-00000": (passages[0], ["Ann"], [42]), "quoref-00002": (passages[1], ["red"], [22])}
 
     written = bigbench_qa.write_disfl_qa_squad(out, data_dir=data_dir, dev_fraction=0.5)
-    assert written["skipped"] == {"multi_span": 0, "not_in_context": 0}
+    assert written["skipped"] == {"multi_span": 0, "not_in_context": 0, "empty_question": 0}
     (path, count), = [written[s] for s in ("train", "dev") if written[s][1]]  # one paragraph: one split
     with open(path, encoding="utf-8") as f:
         document = json.load(f)
@@ -133,11 +133,11 @@ def test_real_quoref_and_disfl_qa_as_squad(tmp_path):
     real_data_or_skip()
     quoref = bigbench_qa.write_quoref_squad(str(tmp_path))
     disfl = bigbench_qa.write_disfl_qa_squad(str(tmp_path))
-    # 6,500 Quoref questions: 680 need several spans; 8,000 Disfl-QA questions, all kept.
-    assert quoref["skipped"] == {"multi_span": 680, "not_in_context": 0}
+    # 6,500 Quoref questions: 680 need several spans; 8,000 Disfl-QA questions: one has no text.
+    assert quoref["skipped"] == {"multi_span": 680, "not_in_context": 0, "empty_question": 0}
     assert (quoref["train"][1], quoref["dev"][1]) == (5273, 547)
-    assert disfl["skipped"] == {"multi_span": 0, "not_in_context": 0}
-    assert (disfl["train"][1], disfl["dev"][1]) == (7145, 855)
+    assert disfl["skipped"] == {"multi_span": 0, "not_in_context": 0, "empty_question": 1}
+    assert (disfl["train"][1], disfl["dev"][1]) == (7144, 855)
     data = {}
     for name, written in (("quoref", quoref), ("disfl", disfl)):
         for split in ("train", "dev"):
