@@ -172,7 +172,7 @@ def test_which_runs_go_to_their_own_process(tmp_path, monkeypatch, overlap):
         assert flags[flags.index("--dropout") + 1] == "0.1" and "--export-dir" not in flags
     # Stage 3 is to run: real_pretrained's process exports its model there too.
     flags = qf_stage2.background.process.args
-    assert flags[flags.index("--export-dir") + 1] == run("finetune", "real_pretrained", "export")
+    assert flags[flags.index("--export-dir") + 1] == run("finetune", "real_pretrained_export")
 
 
 def test_stage3_serves_the_fine_tuning_process_export_of_the_best_or_exports_it(tmp_path):
@@ -187,7 +187,7 @@ def test_stage3_serves_the_fine_tuning_process_export_of_the_best_or_exports_it(
     run = stages.RunDir(str(tmp_path / "run"))
 
     def child_export(marker):  # stands in for tools/finetune.py --export-dir
-        path = run("finetune", "real_pretrained", "export")
+        path = run("finetune", "real_pretrained_export")
         os.makedirs(path, exist_ok=True)
         open(os.path.join(path, "saved_model.pb"), "w").write(marker)
         return path
@@ -369,8 +369,8 @@ def _check_serving(run, serving, finetuning):
     assert serving["model"] == best and os.path.isfile(run / "export" / "1" / "saved_model.pb")
     # real_pretrained's process exported its model: served as is if it is the best, else removed.
     assert serving["exported_while_fine_tuning"] is (best == "real_pretrained")
-    assert finetuning["real_pretrained"]["export"] == str(run / "finetune" / "real_pretrained" / "export")
-    assert not os.path.exists(run / "finetune" / "real_pretrained" / "export")
+    assert finetuning["real_pretrained"]["export"] == str(run / "finetune" / "real_pretrained_export")
+    assert not os.path.exists(run / "finetune" / "real_pretrained_export")
     assert finetuning["our_pretrained"]["export"] is None and finetuning["random_init"]["export"] is None
     assert not serving["keras_bert_zoo_imported"] and serving["sentences_per_second"] > 0
     assert any(n.startswith("events.out") for n in os.listdir(run / "tensorboard" / "serve"))

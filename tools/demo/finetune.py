@@ -207,7 +207,8 @@ class Stage2:
         every run): stage 3 then serves that export if it is the best instead of reloading the
         preset and exporting it at the end (the full demo's stage 3: 5.6 s instead of 15; the
         tiny run's 4.6-6.0 s instead of 12.1-13.0)."""
-        export_dir = self.run("finetune", "real_pretrained", "export") if "serve" in self.args.stages else None
+        # Beside the run's folder, not in it: an export never shares a folder with a run's files.
+        export_dir = self.run("finetune", "real_pretrained_export") if "serve" in self.args.stages else None
         config = _config(self.args, self.run, self.data, "real_pretrained", self.real_preset, self.args.real_lowercase,
                          export_dir)
         self.background = BackgroundRun("real_pretrained", config, self.run("finetune", "real_pretrained.log"))
