@@ -102,21 +102,24 @@ def best_threshold(predictions, scores, na_probs, has_answer):
 
     Starting from "no answer everywhere", questions are answered in increasing
     `na_probs` order; the best running total gives the threshold (answer when
-    `na_probs <= threshold`).
+    `na_probs <= threshold`). Unlike the official script, a total is considered only
+    after the last of equal `na_probs` (a threshold answers all of them or none), and
+    when answering nothing is best the threshold is below every `na_probs`: applying the
+    threshold then gives exactly the best score it reports.
 
     Returns:
         (best score in percent, threshold).
     """
     current = best = sum(1 for qid in has_answer if not has_answer[qid])
-    threshold = 0.0
-    for qid in sorted(na_probs, key=lambda k: na_probs[k]):
-        if qid not in scores:
-            continue
+    ordered = [qid for qid in sorted(na_probs, key=lambda k: na_probs[k]) if qid in scores]
+    threshold = na_probs[ordered[0]] - 1.0 if ordered else 0.0
+    for i, qid in enumerate(ordered):
         if has_answer[qid]:
             current += scores[qid]
         elif predictions[qid]:
             current -= 1
-        if current > best:
+        tie_continues = i + 1 < len(ordered) and na_probs[ordered[i + 1]] == na_probs[qid]
+        if current > best and not tie_continues:
             best, threshold = current, na_probs[qid]
     return 100.0 * best / len(scores), threshold
 

@@ -55,7 +55,9 @@ def test_v2_splits_threshold_and_best_thresholds():
     # Start at 2 (both unanswerable right); answer q2 (+2/3, best), q4 (-1), q1 (+1), q3 (0).
     assert result["best_f1"] == pytest.approx(100 * (2 + 2 / 3) / 4)
     assert result["best_f1_thresh"] == -1.0
-    assert (result["best_exact"], result["best_exact_thresh"]) == (50.0, 0.0)
+    # Answering nothing is best for exact: a threshold below every score (the official script's 0.0
+    # would answer q2, which it did not count).
+    assert (result["best_exact"], result["best_exact_thresh"]) == (50.0, -2.0)
     # A threshold below q4's score turns its wrong answer into a right "no answer".
     low = squad_v2_metrics(predictions, gold, na_probs, na_prob_thresh=0.1)
     assert low["NoAns_exact"] == 100.0 and low["HasAns_exact"] == 0.0  # q1 (0.5) is dropped too
@@ -67,3 +69,19 @@ def test_v2_splits_threshold_and_best_thresholds():
 def test_v2_missing_prediction_is_named():
     with pytest.raises(ValueError, match="q2"):
         squad_v2_metrics({"q1": "a"}, {"q1": ["a"], "q2": ["b"]})
+
+
+def test_best_threshold_reproduces_its_score_when_scores_tie():
+    from keras_bert_zoo.metrics.squad import best_threshold
+
+    # q1 (answerable, right) and q2 (unanswerable, answered) share a score: a threshold answers both
+    # or neither. Counting after q1 alone would report 3/3 with a threshold that also answers q2.
+    predictions = {"q1": "a", "q2": "b", "q3": ""}
+    f1 = {"q1": 1.0, "q2": 0.0, "q3": 1.0}
+    na_probs = {"q1": 0.5, "q2": 0.5, "q3": 0.9}
+    has_answer = {"q1": True, "q2": False, "q3": False}
+    best, threshold = best_threshold(predictions, f1, na_probs, has_answer)
+    assert threshold < 0.5 and best == pytest.approx(100 * 2 / 3)  # nothing answered: q2, q3 right
+    applied = sum(f1[q] if has_answer[q] else float(not predictions[q]) for q in f1 if na_probs[q] <= threshold)
+    applied += sum(float(not has_answer[q]) for q in f1 if na_probs[q] > threshold)
+    assert 100 * applied / 3 == pytest.approx(best)
