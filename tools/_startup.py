@@ -42,6 +42,10 @@ _RUNTIME_NOISE = re.compile(rb"NodeDef mentions attribute use_unbounded_threadpo
                             rb"oneDNN supports DT_INT64 only on platforms with AVX-512")
 _ABSL_PREFIX = re.compile(rb"^[IWEF]\d{0,4}( [\d:.]*)?$")
 
+# The hub handles `keras_bert_zoo.presets.hubs` resolves (a copy of its schemes, so a tool checks a
+# `--model` path before importing the package): not on disk until from_preset fetches them.
+HUB_PREFIXES = ("hf://", "kaggle://")
+
 DEBUG_FLAG = "--debug"
 DEBUG_ENV = "KERAS_BERT_ZOO_DEBUG"
 # The user errors `run_main` prints as one line. ValueError: the package's type for a bad argument,

@@ -26,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tools._startup import import_tensorflow  # noqa: E402
+from tools._startup import HUB_PREFIXES, import_tensorflow  # noqa: E402
 
 SIGNATURES = ("text", "ids", "examples")
 PRECISION_CHOICES = ("auto", "float32", "mixed_bfloat16", "mixed_float16")  # utils.precision (a test keeps them equal)
@@ -34,7 +34,6 @@ QUANTIZE_MODES = ("int8",)  # keras_bert_zoo.utils.quantization.MODES (a test ke
 TOOL_OPTIONS = {"version": "--version N or --version next", "overwrite": "--overwrite"}
 
 
-HUB_PREFIXES = ("hf://", "kaggle://")  # keras_bert_zoo.presets.hubs: resolved by from_preset, not on disk yet
 
 def build_parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -21,10 +21,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tools._startup import import_tensorflow  # noqa: E402
+from tools._startup import HUB_PREFIXES, import_tensorflow  # noqa: E402
 
 
-HUB_PREFIXES = ("hf://", "kaggle://")  # keras_bert_zoo.presets.hubs: resolved by from_preset, not on disk yet
 
 def build_parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
