@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_bert_zoo.layers import argument_checks as args
+from keras_bert_zoo.layers import attention_training
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.utils.keras_internals import flatten_layers
 
@@ -45,6 +46,9 @@ class BertAttention(keras.layers.Layer):
     """
 
     per_sequence = False
+    # Training on TensorFlow recomputes the probabilities in the backward pass
+    # (`attention_training.attention_context`); False: autodiff through the composite (benchmarks' lever).
+    recompute_in_training = True
 
     def __init__(self, num_heads, dropout=0.1, causal=False, **kwargs):
         super().__init__(**kwargs)
@@ -103,8 +107,6 @@ class BertAttention(keras.layers.Layer):
         k = self._split_heads(key)  # (b, h, s, d)
         v = self._split_heads(value)  # (b, h, s, d)
         q = q * ops.cast(1.0 / math.sqrt(self.head_dim), q.dtype)
-        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # (b, h, s, s)
-        scores = ops.cast(scores, "float32")
         allowed = None
         if padding_mask is not None:
             allowed = ops.cast(padding_mask, "bool")[:, None, None, :]  # (b, 1, 1, s)
@@ -114,6 +116,11 @@ class BertAttention(keras.layers.Layer):
             tril = idx[:, None] >= idx[None, :]  # (s, s), query row >= key column
             tril = tril[None, None, :, :]
             allowed = tril if allowed is None else ops.logical_and(allowed, tril)
+        if training and self.recompute_in_training and keras.backend.backend() == "tensorflow":
+            # The same values and gradients, with less kept for the backward pass.
+            return self._merge_heads(self._attend_training(q, k, v, allowed))
+        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # (b, h, s, s)
+        scores = ops.cast(scores, "float32")
         if allowed is not None:
             # The original adds -10000 to masked scores; -1e9 in float32 gives exactly
             # zero probability, so padding never changes the real positions' outputs.
@@ -121,10 +128,21 @@ class BertAttention(keras.layers.Layer):
         probs = ops.softmax(scores, axis=-1)
         probs = ops.cast(probs, self.compute_dtype)
         probs = self.dropout_layer(probs, training=training)
-        context = ops.matmul(probs, v)  # (b, h, s, d)
+        return self._merge_heads(ops.matmul(probs, v))  # (b, h, s, d) -> (b, s, hidden)
+
+    def _merge_heads(self, context):
         context = ops.transpose(context, (0, 2, 1, 3))  # (b, s, h, d)
         batch, length = ops.shape(context)[0], ops.shape(context)[1]
         return ops.reshape(context, (batch, length, self.hidden_dim))  # (b, s, hidden)
+
+    def _attend_training(self, q, k, v, allowed):
+        """`attention_training.attention_context`: the backward pass recomputes the probabilities
+        instead of keeping them; the dropout mask is the one `dropout_layer` would draw."""
+        keep = None
+        if self.dropout > 0:
+            shape = ops.shape(q)[:3] + (ops.shape(k)[2],)  # (b, h, s, s)
+            keep = attention_training.keep_mask(shape, self.dropout, self.dropout_layer.seed_generator, v.dtype)
+        return attention_training.attention_context(q, k, v, allowed, keep, self.dropout)
 
     def attend_packed(self, query, key, value, lengths):
         """Inference attention of sequences packed row after row, without their padding.

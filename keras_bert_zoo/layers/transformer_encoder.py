@@ -13,14 +13,39 @@ from keras_bert_zoo.utils.keras_internals import flatten_layers
 ACTIVATIONS = ("gelu", "gelu_approximate")
 
 
-def gelu(x, approximate=False):
-    """GELU; exact (erf) like the 2018 checkpoints and HF, or the tanh approximation."""
+def gelu(x, approximate=False, training=False):
+    """GELU; exact (erf) like the 2018 checkpoints and HF, or the tanh approximation. In training
+    on TensorFlow the exact one keeps only its input for the backward pass (`exact_gelu`)."""
     if approximate:
         return keras.activations.gelu(x, approximate=True)
     # x·Φ(x) = x·(1 + erf(x/√2))/2 written with erf on purpose: keras' exact gelu on TF goes
     # through tf.nn.gelu's erfc, ~2× slower in float32 and ~5× slower in bfloat16 on this CPU
     # (measured in benchmarks/backbone.py's investigation). Same function, |Δ| < 1e-6 in float32.
+    if training and keras.backend.backend() == "tensorflow" and not isinstance(x, keras.KerasTensor):
+        return exact_gelu(x)
+    return exact_gelu_reference(x)
+
+
+def exact_gelu_reference(x):
+    """x·Φ(x), the composite whose gradient autodiff derives."""
     return x * (0.5 + 0.5 * ops.erf(x * 0.7071067811865476))
+
+
+def exact_gelu(x):
+    """x·Φ(x) keeping only `x` for the backward pass: autodiff through the composite keeps three
+    tensors as wide as the intermediate layer (x, x/√2 and Φ(x)) until the gradient, the largest
+    activations of a layer after the attention's; the gradient Φ(x) + x·φ(x) is recomputed from x."""
+
+    def forward(x):
+        def grad(*args, upstream=None):
+            upstream = args[0] if upstream is None else upstream
+            cdf = 0.5 + 0.5 * ops.erf(x * 0.7071067811865476)
+            pdf = ops.exp(-0.5 * x * x) * 0.3989422804014327  # φ(x) = exp(−x²/2)/√(2π)
+            return upstream * (cdf + x * pdf)
+
+        return exact_gelu_reference(x), grad
+
+    return ops.custom_gradient(forward)(x)
 
 
 def check_activation(activation):
@@ -77,6 +102,9 @@ class TransformerEncoder(keras.layers.Layer):
 
     skip_padding = False
     skip_padding_in_training = False
+    # Training on TensorFlow: the exact GELU keeps only its input (`exact_gelu`); False: autodiff
+    # through the composite (benchmarks' lever).
+    lean_gelu_in_training = True
 
     def __init__(
         self,
@@ -143,7 +171,8 @@ class TransformerEncoder(keras.layers.Layer):
         )
         x = ops.cast(self.attention_layer_norm(x + attended), self.compute_dtype)
         hidden = gelu(
-            self.intermediate_dense(x), approximate=self.activation == "gelu_approximate"
+            self.intermediate_dense(x), approximate=self.activation == "gelu_approximate",
+            training=training and self.lean_gelu_in_training,
         )
         out = self.output_dropout_layer(self.output_dense(hidden), training=training)
         return ops.cast(self.output_layer_norm(x + out), self.compute_dtype)
@@ -184,7 +213,8 @@ class TransformerEncoder(keras.layers.Layer):
         attended = self.attention_dropout_layer(self.attention_output_dense(context), training=training)
         tokens = ops.cast(self.attention_layer_norm(tokens + attended), self.compute_dtype)
         hidden = gelu(
-            self.intermediate_dense(tokens), approximate=self.activation == "gelu_approximate"
+            self.intermediate_dense(tokens), approximate=self.activation == "gelu_approximate",
+            training=training and self.lean_gelu_in_training,
         )
         out = self.output_dropout_layer(self.output_dense(hidden), training=training)
         tokens = ops.cast(self.output_layer_norm(tokens + out), self.compute_dtype)
