@@ -8,8 +8,11 @@ tokens), the first `questions` of the train split; a dev file of the dev split's
 
 - ours: `run_finetuning` (what `tools/finetune.py --task squad1` runs: read, build, fit, predict
   and score dev, write predictions and the preset), batches of 16 windows (`window_batches.py`);
-- ours, question batches: the same run with the earlier batching, all the windows of 16
-  questions a step (what the run did before `window_batches.py`);
+- ours, autodiff: the same run with the attention's softmax and dropout and the GELU
+  differentiated by autodiff (what training kept before `layers/attention_training.py` and
+  `exact_gelu`);
+- ours, question batches: that, with the earlier batching too, all the windows of 16 questions a
+  step (what the run did before `window_batches.py`);
 - HF transformers 5: `AutoModelForQuestionAnswering` from the same folder, `Trainer` (batch 16,
   one epoch, AdamW 5e-5, 2 torch threads) on *our* windows of the same questions (ids, segments,
   mask, start/end labels, padded to 256 as `run_qa.py`'s default), then `Trainer.predict` on the
@@ -18,7 +21,8 @@ tokens), the first `questions` of the train split; a dev file of the dev split's
 Measured: each configuration in a process of its own (`_subprocess.run_config`), its peak
 resident memory (`ru_maxrss`) over the whole run and the peak of each phase (the high-water
 mark reset between phases through `/proc/self/clear_refs`, so a phase's peak is what it reached,
-whatever came before). Memory figures do not depend on the host's load; seconds do.
+whatever came before). Memory figures do not depend on the host's load; seconds do. Beside them,
+the resident memory of a process that only imports what each side trains with.
 """
 
 import argparse
@@ -109,15 +113,22 @@ def prepare(workdir, questions, dev_questions, sequence_length):
             "max_windows_per_16_questions": max(per_batch)}
 
 
-def measure_ours(workdir, train, dev, questions, batch_size, sequence_length, question_batches=False):
-    """Worker: one `run_finetuning` (squad1), phase by phase."""
+def measure_ours(workdir, train, dev, questions, batch_size, sequence_length, question_batches=False,
+                 lean_training=True):
+    """Worker: one `run_finetuning` (squad1), phase by phase. `lean_training` False: autodiff through
+    the attention's softmax and dropout and through the GELU (what training kept before
+    `attention_training.py` and `exact_gelu`)."""
     import keras
+
+    from keras_bert_zoo.layers.bert_attention import BertAttention
+    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder
 
     from keras_bert_zoo.finetuning.config import FinetuningConfig
     from keras_bert_zoo.finetuning.run import check_preset, task_kind
     from keras_bert_zoo.models import window_batches
     from keras_bert_zoo.training.distribute import get_strategy
 
+    BertAttention.recompute_in_training = TransformerEncoder.lean_gelu_in_training = lean_training
     if question_batches:  # the batching before window_batches.py: every window of `batch_size` questions
         window_batches.applies = lambda *args: False
     phases = Phases()
@@ -180,10 +191,32 @@ def measure_hf(workdir, batch_size, threads=2):
             "train_seconds": train_seconds, "threads": torch.get_num_threads()}
 
 
+IMPORTS = {
+    "ours": "import keras_bert_zoo, tensorflow, tensorflow_text",
+    "hf": "import torch, transformers; from transformers import AutoModelForQuestionAnswering, Trainer",
+}
+
+
+def measure_imports(framework):
+    """Resident memory (MB) of a fresh Python process once it has imported what a side trains with,
+    nothing run (a process of its own: the benchmark workers' harness imports more)."""
+    import subprocess
+    import sys
+
+    code = f"{IMPORTS[framework]}\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
+    return {"rss_mb": int(done.stdout.strip().splitlines()[-1]) / 1024}
+
+
 CONFIGS = (
     ("ours", "ours `run_finetuning` (squad1), 16 windows a step", dict(question_batches=False)),
+    ("ours_autodiff", "ours, autodiff through attention and GELU (what training kept before)",
+     dict(lean_training=False)),
     ("ours_questions", "ours, the earlier batching: every window of 16 questions a step",
-     dict(question_batches=True)),
+     dict(question_batches=True, lean_training=False)),
     ("hf", "HF `Trainer`, 16 windows a step, 2 torch threads", None),
 )
 PHASES = ("read", "build", "fit", "predict dev", "write")
@@ -209,13 +242,30 @@ def run(args):
                     batch_size=settings["batch_size"], sequence_length=settings["sequence_length"], **kwargs))
             results[name] = result
             print(f"  finetuning_memory {name}: {result}"[:400], flush=True)
+        imports = {side: measure_imports(side) for side in IMPORTS}
     conditions = (f"load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the start, "
                   f"{' '.join(f'{v:.1f}' for v in os.getloadavg())} at the end; the section took "
                   f"{time.perf_counter() - start:.0f} s")
-    return render(settings, data, results, conditions)
+    return render(settings, data, results, conditions, imports)
 
 
-def render(settings, data, results, conditions):
+def limit_line(results, imports):
+    """Where our peak above HF's comes from: the frameworks' imports, building, training."""
+    ours, hf = results.get("ours", {}), results.get("hf", {})
+    if "phases" not in ours or "phases" not in hf or any("error" in imports.get(k, {"error": 1}) for k in IMPORTS):
+        return "The parts of the gap: not measured."
+    ours_import, hf_import = imports["ours"]["rss_mb"], imports["hf"]["rss_mb"]
+    (ours_build, ours_fit), (hf_build, hf_fit) = (
+        (p["build"] - p["read"], p["fit"] - p["build"]) for p in (ours["phases"], hf["phases"]))
+    return (f"What the gap is made of: a process that has only imported TensorFlow, TensorFlow Text and "
+            f"keras_bert_zoo holds {ours_import:.0f} MB, one that has imported torch and transformers' `Trainer` "
+            f"{hf_import:.0f} MB ({ours_import - hf_import:+.0f} MB); building the task (the build phase's peak over "
+            f"the read phase's) adds {ours_build:.0f} MB to ours and {hf_build:.0f} MB to HF's "
+            f"({ours_build - hf_build:+.0f} MB); training (the fit phase's over the build phase's) "
+            f"{ours_fit:.0f} MB and {hf_fit:.0f} MB ({ours_fit - hf_fit:+.0f} MB).")
+
+
+def render(settings, data, results, conditions, imports=None):
     """The section's Markdown."""
     rows = []
     hf = results.get("hf", {}).get("peak_rss_mb")
@@ -237,7 +287,7 @@ def render(settings, data, results, conditions):
         "|---|---|" + "---|" * len(PHASES) + "---|",
         *rows,
         "",
-        f"Goal 4 (peak resident memory no more than HF `Trainer`'s): {goal}.",
+        f"Goal 4 (peak resident memory no more than HF `Trainer`'s): {goal}. {limit_line(results, imports or {})}",
         "",
         f"Data: the first {settings['questions']} Quoref train questions ({data['train_windows']} windows at "
         f"{settings['sequence_length']} tokens; the largest step of the earlier batching held "

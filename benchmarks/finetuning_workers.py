@@ -69,18 +69,24 @@ def _keras_timer():
 
 
 def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full=False, padded_dense=False,
-                 ops_optimizer=False):
+                 ops_optimizer=False, lean_training=True, profile=False):
     """Worker: ours, `BertClassifier.fit` on raw strings, one epoch. `precision`: the backbone's
     `dtype` (None: the default, float32 unless Keras' global policy says otherwise). `padded_dense`: the encoder's
     dense layers train on the padded batch (`skip_padding_in_training` off, as before 2026-12-01);
-    `ops_optimizer`: `BertAdamW`'s update in `keras.ops`, not TF's fused Adam kernel."""
+    `ops_optimizer`: `BertAdamW`'s update in `keras.ops`, not TF's fused Adam kernel; `lean_training`
+    False: autodiff through the attention's softmax and dropout and the GELU (as before
+    `layers/attention_training.py`). `profile`: a second epoch under TensorFlow's profiler gives the
+    train step's time op by op (`categories_ms`, per epoch)."""
     import keras
     import numpy as np
 
+    from keras_bert_zoo.layers.bert_attention import BertAttention
+    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.models.bert_classifier import BertClassifier
     from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
+    BertAttention.recompute_in_training = TransformerEncoder.lean_gelu_in_training = lean_training
     keras.utils.set_random_seed(0)
     texts, labels = train_rows(rows)
     setup = time.perf_counter()
@@ -112,8 +118,33 @@ def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full
     result = _rates(timer.ends, timer.start, batch_size, rows)
     traces = traces[0]
     lengths = preprocessor.tokenizer.tokenize(texts).row_lengths().numpy() + 2
+    if profile:
+        result["categories_ms"], result["profiled_s"] = profile_epoch(model, x, labels, batch_size, kwargs)
     return {**result, "setup_s": setup, "policy": policy, "traces": traces, "peak_rss_mb": _peak_rss_mb(),
             "mean_tokens": float(lengths.mean()), "max_tokens": int(lengths.max())}
+
+
+def profile_epoch(model, x, labels, batch_size, kwargs):
+    """One more epoch of `fit` under TensorFlow's profiler: {op category: ms}, and the epoch's seconds."""
+    import collections
+    import tempfile
+
+    import numpy as np
+    import tensorflow as tf
+
+    from benchmarks.classification.profile import categorize, op_times
+
+    with tempfile.TemporaryDirectory(prefix="kbz_profile_") as logdir:
+        start = time.perf_counter()
+        tf.profiler.experimental.start(logdir)
+        model.fit(x, np.asarray(labels), batch_size=batch_size, epochs=1, verbose=0, **kwargs)
+        tf.profiler.experimental.stop()
+        seconds = time.perf_counter() - start
+        totals = op_times(logdir)
+    categories = collections.Counter()
+    for (scope, kind), us in totals.items():
+        categories[categorize(scope, kind)] += us / 1e3
+    return dict(categories), seconds
 
 
 def measure_keras_hub(rows, batch_size, sequence_length=512, precision="float32"):

@@ -39,6 +39,7 @@ import numpy as np
 
 from benchmarks._subprocess import run_config
 from benchmarks.common import cpu_description
+from benchmarks.peak import measure_roof
 
 MODULE = "benchmarks.serving_load"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -190,6 +191,35 @@ def measure(export_dir, texts, settings):
     return {"in_process": batch, "batching": on, "no_batching": off}
 
 
+def piece_counts(texts):
+    """Worker: each text's word pieces with [CLS] and [SEP] (the uncased vocabulary of the export)."""
+    from benchmarks.classification.sides import minilm_vocabulary
+    from keras_bert_zoo import BertTokenizer
+
+    tokenizer = BertTokenizer(minilm_vocabulary(), lowercase=True)
+    return {"pieces": [int(n) + 2 for n in tokenizer.tokenize(texts).row_lengths().numpy()]}
+
+
+def roof_line(results, pieces, roof):
+    """What bounds the batching ratio on this CPU: the float32 matmul roof over these sentences' FLOPs."""
+    from benchmarks.classification.notes import forward_flops
+
+    peak = roof.get("float32", {}).get("gflops")
+    if not peak or not pieces or "pieces" not in pieces:
+        return "The roof over these sentences: not measured."
+    counts = pieces["pieces"]
+    gflop = sum(forward_flops(n) for n in counts) / len(counts) / 1e9
+    cap = peak / gflop
+    on, off = results["batching"]["rows"][-1], results["no_batching"]["rows"][-1]
+    return (f"What bounds the batching ratio here: these sentences average {sum(counts) / len(counts):.1f} word pieces "
+            f"([CLS]/[SEP] included), {gflop:.2f} GFLOP each through BERT-Base, so the float32 matmul roof measured in "
+            f"this run ({peak:.0f} GFLOP/s, 2048³) allows at most {cap:.1f} sentences/s. 3× the batching-off "
+            f"throughput is {3 * off['sentences_per_s']:.1f} sentences/s, {3 * off['sentences_per_s'] / cap:.0%} of "
+            f"that roof: batching off already runs at {off['sentences_per_s'] / cap:.0%} of it (one sentence a call is "
+            f"a {sum(counts) / len(counts):.0f}-row matmul, which this CPU runs near its best), batching on at "
+            f"{on['sentences_per_s'] / cap:.0%}.")
+
+
 def ratios(results):
     """The acceptance ratios at the most clients: server / in-process batch 32, batching on / off."""
     on, off = results["batching"]["rows"][-1], results["no_batching"]["rows"][-1]
@@ -261,6 +291,9 @@ def run(args):
             export_dir = prepared["saved_model"]
         texts = held_out_texts(settings["rows"])
         results = measure(export_dir, texts, settings)
+        base = not getattr(args, "export", None) and not getattr(args, "preset", None)
+        roof = measure_roof(quick=True) if base else {}
+        pieces = run_config(MODULE, "piece_counts", dict(texts=texts)) if base else None
     load_after = os.getloadavg()
     r = ratios(results)
     model = ("the export given" if getattr(args, "export", None) else
@@ -281,6 +314,7 @@ def run(args):
         f"in-process batch-32 throughput (goal ≥ 70%) and {times}× "
         f"the batching-off throughput (goal ≥ 3×), with {r['errors']} errors.",
         "",
+        *([roof_line(results, pieces, roof), ""] if pieces else []),
         f"Model: {model}; {len(texts)} held-out sentences; {settings['duration_s']:g} s per point "
         f"({settings['long_s']:g} s at {r['clients']} clients with batching; in-process "
         f"{2 * settings['duration_s']:g} s) after {settings['warmup_s']:g} s "

@@ -1,7 +1,8 @@
 """Classification inference, raw strings -> labels: ours against keras-hub and HF on real text (#16).
 
 The section is this package: this module runs it (`run`); `sides.py` holds the workers, one per side,
-`levers.py` the worker that switches `predict`'s levers off one at a time, `notes.py` the Markdown.
+`levers.py` the worker that switches `predict`'s levers off one at a time, `profile.py` the op-by-op
+profile of our float32 forward, `notes.py` the Markdown.
 
 Model: BERT-Base shape (L12 H768 A12, intermediate 3072), the uncased 30522-piece
 vocabulary of all-MiniLM-L6-v2, random weights (seeded): one HF
@@ -41,6 +42,7 @@ from benchmarks.peak import measure_roof
 
 MODULE = "benchmarks.classification.sides"
 LEVERS_MODULE = "benchmarks.classification.levers"
+PROFILE_MODULE = "benchmarks.classification.profile"
 BATCH = 32
 # Per side: (latency calls, throughput rows, warm-up rows) per round. keras-hub at 512 pads
 # every row to 512 (~20x the work of a ~27-piece row), so it gets fewer rows.
@@ -120,7 +122,9 @@ def measure(settings, workdir=None, call=run_config):
     levers = call(LEVERS_MODULE, "measure_levers", dict(
         preset=prepared["preset"], rows=prepared["rows"], throughput_rows=settings["lever_rows"], batch_size=BATCH,
         runs=settings["rounds"]))
-    return {"prepared": prepared, "roof": roof, "results": results, "levers": levers}
+    profile = call(PROFILE_MODULE, "measure_profile", dict(
+        preset=prepared["preset"], rows=prepared["rows"], throughput_rows=settings["rows"], batch_size=BATCH))
+    return {"prepared": prepared, "roof": roof, "results": results, "levers": levers, "profile": profile}
 
 
 def run(args):

@@ -32,7 +32,7 @@ def test_merge_pools_rounds_and_keeps_a_failure():
     assert classification.merge(parts + [{"error": "boom"}], [1], 1) == {"error": "boom"}
 
 
-def test_goals_divide_by_the_faster_peer():
+def test_goals_divide_by_the_like_for_like_peer():
     def side(rate, latency):
         return {"rate": rate, "latency_ms": latency, "rows": 2, "p99_ms": latency, "calls": 1, "spread": 0.0}
 
@@ -45,9 +45,9 @@ def test_goals_divide_by_the_faster_peer():
                "HF pipeline (bf16 autocast)": side(20.0, 80.0)}
     roof = {"float32": {"gflops": 100.0}, "bfloat16": {"gflops": 200.0}}
     text = "\n".join(notes.goals(results, [128, 128], roof))
-    assert "ours 30.0 sentences/s vs HF pipeline (fp32) 10.0: **3.00×**" in text
+    assert "ours (defaults: float32) 30.0 sentences/s vs HF pipeline (fp32) 10.0: **3.00×**" in text
     assert "ours (bf16, opt-in) 60.0 vs HF pipeline (bf16 autocast) 20.0: **3.00×**" in text
-    assert "(HF pipeline (bf16 autocast)): 5.33× faster" in text
+    assert f"**{30 * notes.forward_flops(128) / 1e9:.0f}%** of the float32 roof" in text
     assert "**1.20×**" in text  # served 12 ms over its own forward 10 ms
     # Each against the roof of its own policy: 60 rows/s × 22.35 GFLOP over the bf16 roof of 200
     # GFLOP/s, 30 over the float32 roof of 100.
@@ -57,3 +57,30 @@ def test_goals_divide_by_the_faster_peer():
                                          results))
     assert ('the `dtype="mixed_bfloat16"` opt-in 60.0 vs the default policy (float32 here) 30.0 sentences/s '
             '(2.00×)') in lever
+
+
+def test_the_profile_names_the_time_of_each_kind_of_op_and_the_budget_goal_1_leaves():
+    tokens = 1000
+    dense_gflop = 12 * 2 * tokens * (4 * 768**2 + 2 * 768 * 3072) / 1e9  # 169.9
+    profile = {"wall_ms": 1200.0, "rows": 32, "real_tokens": tokens, "padded_cells": 1100,
+               "categories_ms": {"dense matmuls (Q, K, V, output, FFN, pooler, head)": 1000 * dense_gflop / 170,
+                                 "softmax": 100.0, "layer norms": 100.0}}
+    text = "\n".join(notes.profile_lines(profile, {"float32": {"gflops": 200.0}}, hf_rate=10.0))
+    assert "| softmax | 100 |" in text and "| layer norms | 100 |" in text
+    # 170 GFLOP/s = 85% of the roof; at the roof 849 ms; 3× HF's 10/s = 32 rows in 1067 ms.
+    assert "run at 170 GFLOP/s (85% of the 200 GFLOP/s roof)" in text
+    assert f"at the roof they alone would take {1000 * dense_gflop / 200:.0f} ms" in text
+    assert "in 1067 ms" in text and "the other ops take 200 ms today" in text
+    assert "not measured (boom)" in notes.profile_lines({"error": "boom"}, {}, 10.0)[0]
+
+
+def test_the_profile_groups_ops_by_what_they_compute():
+    from benchmarks.classification import profile
+
+    assert profile.categorize("model/encoder_0/attention_layer_norm/moments/mean", "Mean") == "layer norms"
+    assert profile.categorize("model/encoder_0/intermediate_dense/MatMul", "_MklNativeFusedMatMul").startswith("dense")
+    assert profile.categorize("model/encoder_0/attention/MatMul", "_MklBatchMatMulV2").startswith("attention")
+    assert profile.categorize("model/encoder_0/mul_2", "Mul").startswith("element-wise")
+    assert profile.categorize("model/encoder_0/Erf", "Erf") == "GELU's erf"
+    assert profile.categorize("x/transpose", "_MklTranspose").startswith("transposes")
+    assert profile.categorize("x/GatherV2", "GatherV2").startswith("gathers")

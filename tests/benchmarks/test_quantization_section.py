@@ -26,4 +26,5 @@ def test_collect_runs_every_configuration_and_table_computes_the_goals(tmp_path)
     rows, goals = quantization.table(results)
     assert len(rows) == 5 and rows[2] == f"| ours int8 (VNNI) | 36.0 ± 10% | 100.0% | {1 - 1 / len(gold):.4f} | 99.9% |"
     assert goals["int8_vs_ort_int8"] == 36.0 / 30.0 and goals["int8_vs_bf16"] == 36.0 / 20.0
+    assert goals["int8_vs_fp32"] == 36.0 / 10.0
     np.testing.assert_allclose(goals["int8_accuracy_loss_points"], 100 / len(gold))

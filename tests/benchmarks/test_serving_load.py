@@ -37,3 +37,16 @@ def test_quick_run_end_to_end(tmp_path):
     path = export(tiny_classifier(num_classes=2), str(tmp_path / "tiny" / "1"), signatures=("text",))
     report = serving_load.run(types.SimpleNamespace(quick=True, export=path, preset=None))
     assert "with 0 errors" in report and "goal ≥ 70%" in report
+
+
+def test_the_roof_line_sets_the_batching_goal_against_the_float32_roof():
+    from benchmarks.classification.notes import forward_flops
+
+    gflop = forward_flops(27) / 1e9  # 4.61
+    line = serving_load.roof_line(_results(on32=28.0, off32=16.0, ceiling=30.0), {"pieces": [27, 27]},
+                                  {"float32": {"gflops": 200.0}})
+    cap = 200.0 / gflop  # 43.4 sentences/s
+    assert f"{gflop:.2f} GFLOP each" in line and f"allows at most {cap:.1f} sentences/s" in line
+    assert f"is 48.0 sentences/s, {48.0 / cap:.0%} of that roof" in line
+    assert f"batching off already runs at {16.0 / cap:.0%}" in line and f"batching on at {28.0 / cap:.0%}" in line
+    assert serving_load.roof_line({}, None, {}) == "The roof over these sentences: not measured."

@@ -1,0 +1,118 @@
+"""Where our forward pass spends its time, op by op (TensorFlow's profiler), and what that leaves
+of the float32 roof: the measured limit of #49's goal 1.
+
+One process, our BERT-Base classifier in `dtype`, the section's throughput rows packed as
+`predict` packs them (sorted by length, batches of 32, each cut to its longest row rounded up
+to 8); after a warm-up pass, one timed pass of `predict_on_batch` over the packed batches (the
+forward, no tokenization) and one pass under `tf.profiler.experimental`, whose trace
+(`*.xplane.pb`) gives each executed op's duration. Ops are grouped by what they compute
+(`CATEGORIES`, by op type and name scope); control-flow ops that wrap others (the
+per-sequence attention's `While`) are left out so nothing counts twice. The 2 inter-op threads
+may overlap ops, so the sum can differ from the wall time a little.
+"""
+
+import collections
+import glob
+import json
+import os
+import statistics
+import tempfile
+import time
+
+WRAPPERS = ("While", "StatelessWhile", "If", "StatelessIf", "PartitionedCall", "StatefulPartitionedCall")
+# (category, test on (scope, op type)), first match wins.
+CATEGORIES = (
+    ("optimizer update", lambda scope, kind: "Apply" in kind or "optimizer" in scope.lower() or "adam" in scope.lower()),
+    ("layer norms", lambda scope, kind: "layer_norm" in scope),
+    ("embeddings (lookups, sum, layer norm)", lambda scope, kind: "embeddings" in scope),
+    ("dense matmuls (Q, K, V, output, FFN, pooler, head)", lambda scope, kind: "MatMul" in kind and "Batch" not in kind),
+    ("attention matmuls (q·kᵀ, p·v)", lambda scope, kind: "BatchMatMul" in kind),
+    ("softmax", lambda scope, kind: "Softmax" in kind),
+    ("GELU's erf", lambda scope, kind: kind == "Erf"),
+    ("element-wise (GELU's products, scaling, residual adds, bias adds)",
+     lambda scope, kind: kind.removeprefix("_Mkl") in ("Mul", "AddV2", "Add", "Sub", "RealDiv", "BiasAdd", "Cast",
+                                                  "Maximum", "Minimum", "Neg")),
+    ("transposes (heads split and merged)", lambda scope, kind: "Transpose" in kind),
+    ("gathers, scatters, slices (real tokens, one sequence at a time)",
+     lambda scope, kind: any(k in kind for k in ("Gather", "Scatter", "Slice", "Where", "Cumsum", "Pad", "Tile",
+                                                "Range", "Repeat", "TensorList", "Reshape", "ConcatV2", "Pack"))),
+)
+
+
+def categorize(scope, kind):
+    for name, test in CATEGORIES:
+        if test(scope, kind):
+            return name
+    return "other"
+
+
+def op_times(logdir):
+    """{(op name, op type): total µs} from the profiler trace under `logdir` (TF's compute threads)."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    totals = collections.Counter()
+    for path in glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True):
+        space = xplane_pb2.XSpace()
+        with open(path, "rb") as f:
+            space.ParseFromString(f.read())
+        for plane in space.planes:
+            for line in plane.lines:
+                if not line.name.startswith("tf_Compute") and "Inter" not in line.name:
+                    continue
+                for event in line.events:
+                    name = plane.event_metadata[event.metadata_id].name
+                    if ":" not in name or "::" in name:
+                        continue  # executor bookkeeping, not an op
+                    scope, kind = name.rsplit(":", 1)
+                    if kind not in WRAPPERS:
+                        totals[(scope, kind)] += event.duration_ps / 1e6
+    return totals
+
+
+def measure_profile(preset, rows, throughput_rows, batch_size=32, dtype="float32"):
+    """Worker: the forward pass's wall time and its ops' time by category, per pass."""
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_bert_zoo.models import task_inputs, task_predict
+    from keras_bert_zoo.models.bert_classifier import BertClassifier
+
+    model = BertClassifier.from_preset(preset, dtype=dtype)
+    with open(rows, encoding="utf-8") as f:
+        texts = np.asarray(json.load(f)["throughput"][:throughput_rows])
+    prepare, _ = task_inputs.pipeline_functions(model.preprocessor)
+    order = task_inputs.length_order(texts)
+    batches = []
+    for i in range(0, len(texts), batch_size):
+        packed = prepare((texts[order[i : i + batch_size]],))
+        packed = packed[0] if isinstance(packed, tuple) else packed
+        batches.append({k: v.numpy() for k, v in packed.items()})
+    task_predict.trace_any_shape(model, batches[0])
+
+    def forward():
+        for x in batches:
+            np.asarray(model.predict_on_batch(x))
+
+    forward()  # warm-up
+    walls = []
+    for _ in range(2):
+        start = time.perf_counter()
+        forward()
+        walls.append(time.perf_counter() - start)
+    with tempfile.TemporaryDirectory(prefix="kbz_profile_") as logdir:
+        tf.profiler.experimental.start(logdir)
+        forward()
+        tf.profiler.experimental.stop()
+        totals = op_times(logdir)
+    by_category = collections.Counter()
+    for (scope, kind), us in totals.items():
+        by_category[categorize(scope, kind)] += us / 1e3
+    real_tokens = int(sum(int(x["padding_mask"].sum()) for x in batches))
+    padded_cells = int(sum(x["padding_mask"].size for x in batches))
+    top = sorted(((us / 1e3, kind) for (scope, kind), us in totals.items()), reverse=True)
+    kinds = collections.Counter()
+    for ms, kind in top:
+        kinds[kind] += ms
+    return {"wall_ms": 1e3 * statistics.median(walls), "categories_ms": dict(by_category),
+            "op_types_ms": dict(kinds.most_common(12)), "real_tokens": real_tokens, "padded_cells": padded_cells,
+            "rows": len(texts), "dtype": model.backbone.dtype_policy.name}
