@@ -50,7 +50,7 @@ def test_preset_to_saved_model_to_json_lines(tmp_path):
     for model in (served, preset):
         out = tmp_path / "out.jsonl"
         predict_tool.main(["--model", model, "--input", str(source), "--output", str(out), "--batch-size", "2",
-                           "--no-progress"])
+                           "--no-progress", "--overwrite"])
         answers[model] = [json.loads(line) for line in out.read_text().splitlines()]
     got = answers[served]
     assert len(got) == 7 and sorted(got[0]) == ["label", "label_id", "probabilities"]
@@ -149,13 +149,14 @@ def test_predict_keeps_one_line_per_input_line_and_names_bad_ones(preset, tmp_pa
     without the line, invalid UTF-8 a traceback, and --output equal to --input overwrote it."""
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text('"w1 w2"\n\n{"text": "w3"}\n   \n"w4"\n')
-    answers = predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress"])
+    written = predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress"])
     lines = out.read_text().splitlines()
-    assert len(lines) == 5 and lines[1] == lines[3] == "null" and answers[1] is None
+    assert written == len(lines) == 5 and lines[1] == lines[3] == "null"
     assert [json.loads(line)["label"] in LABELS for line in (lines[0], lines[2], lines[4])] == [True] * 3
     source.write_text('{"text": "w1"}\n5\nnull\n["w1"]\n')
     with pytest.raises(ValueError, match=r"in.jsonl:2: the instance `text` must be a string. Received: 5."):
-        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress"])
+        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress",
+                           "--overwrite"])
     from keras_bert_zoo.serving import client
 
     specs = {"text": __import__("tensorflow").TensorSpec([None], "string", name="text")}
@@ -163,9 +164,42 @@ def test_predict_keeps_one_line_per_input_line_and_names_bad_ones(preset, tmp_pa
     assert "must be a string. Received: ['w1']" in client.row_problem({"text": ["w1"]}, specs)
     source.write_bytes(b'"w1"\n"caf\xe9"\n')
     with pytest.raises(ValueError, match=r"in.jsonl:2 is not valid UTF-8 \(byte 5 of the line"):
-        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out)])
+        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--overwrite"])
     source.write_text('"w1"\n')
     for output in (str(source), str(tmp_path / "." / "in.jsonl")):
         with pytest.raises(ValueError, match="--output .* is the --input file"):
             predict_tool.main(["--model", preset, "--input", str(source), "--output", output])
     assert source.read_text() == '"w1"\n'
+
+
+def test_predict_streams_in_chunks_and_replaces_an_existing_output_only_when_asked(preset, tmp_path, monkeypatch,
+                                                                                   capsys):
+    """R101: an existing --output was overwritten without a word, a failed run left it half written,
+    and the whole input (and every answer) was held in memory at once."""
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    texts = [" ".join(["w1"] * (1 + i % 5)) for i in range(11)]
+    lines = [json.dumps(t) for t in texts[:4]] + [""] + [json.dumps({"instances": texts[4:6]})]
+    lines += [json.dumps({"text": t}) for t in texts[6:]]
+    source.write_text("\n".join(lines) + "\n")
+    whole = tmp_path / "whole.jsonl"
+    predict_tool.main(["--model", preset, "--input", str(source), "--output", str(whole), "--no-progress"])
+    monkeypatch.setattr(predict_tool, "CHUNK_LINES", 3)  # 11 lines in 4 chunks: the same answers, in order
+    out.write_text("mine\n")
+    with pytest.raises(ValueError, match=r"--output .*out.jsonl' exists. Pass --overwrite to replace it"):
+        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress"])
+    assert out.read_text() == "mine\n"
+    assert predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress",
+                              "--overwrite"]) == 11
+    assert out.read_text() == whole.read_text() and out.read_text().splitlines()[4] == "null"
+    monkeypatch.setattr("sys.stdin", type("In", (), {"buffer": __import__("io").BytesIO(source.read_bytes())})())
+    predict_tool.main(["--model", preset, "--input", "-", "--output", "-", "--no-progress"])
+    assert capsys.readouterr().out == whole.read_text()
+    # A request that fails while answering (chunk 2) leaves the existing output as it was, and no partial file.
+    source.write_text("\n".join(lines[:4] + [json.dumps({"instances": [{"text": "w1", "extra": 1}]})]) + "\n")
+    with pytest.raises(ValueError, match=r"in.jsonl:5: "):
+        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress",
+                           "--overwrite"])
+    assert out.read_text() == whole.read_text() and sorted(os.listdir(tmp_path)) == [
+        "in.jsonl", "out.jsonl", "whole.jsonl"]
+    with pytest.raises(ValueError, match="the folder .* does not exist"):
+        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(tmp_path / "no" / "o.jsonl")])
