@@ -10,7 +10,7 @@ import zipfile
 from keras_bert_zoo.presets import registry as presets
 from keras_bert_zoo.utils import archives, files
 from keras_bert_zoo.weights import configs, google_checkpoint
-from keras_bert_zoo.presets import download, hubs, preset_format
+from keras_bert_zoo.presets import download, hf_tokenizer, hubs, preset_format
 from keras_bert_zoo.weights import keras_hub_checkpoint, safetensors_checkpoint
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
@@ -141,10 +141,13 @@ def read_tensors(layout, directory, verify=True):
 
 def vocabulary_path(layout, directory):
     """Returns the path of the vocabulary (`vocab.txt`; keras-hub's
-    `assets/tokenizer/vocabulary.txt`) or None."""
+    `assets/tokenizer/vocabulary.txt`; for an HF folder without `vocab.txt`, as transformers 5
+    saves them, its `tokenizer.json`'s vocabulary written to the cache) or None."""
     name = keras_hub_checkpoint.VOCABULARY_FILE if layout == "keras_hub" else "vocab.txt"
     path = os.path.join(directory, name)
-    return path if os.path.isfile(path) else None
+    if os.path.isfile(path):
+        return path
+    return hf_tokenizer.vocabulary_from_tokenizer_json(directory) if layout == "hf" else None
 
 
 def tokenizer_settings(layout, directory):
@@ -153,12 +156,18 @@ def tokenizer_settings(layout, directory):
     `tokenizer.json`); `{}` for the others (our presets keep `lowercase` in their config)."""
     if layout == "keras_hub":
         return keras_hub_checkpoint.tokenizer_settings(directory)
-    path = os.path.join(directory, "tokenizer_config.json")
-    if layout != "hf" or not os.path.isfile(path):
+    if layout != "hf":
         return {}
-    config = files.read_json(path)
-    pairs = (("lowercase", config.get("do_lower_case")), ("strip_accents", config.get("strip_accents")))
-    return {key: bool(value) for key, value in pairs if value is not None}
+    settings = {}
+    tokenizer_json = os.path.join(directory, hf_tokenizer.TOKENIZER_FILE)
+    if os.path.isfile(tokenizer_json):  # its normalizer; tokenizer_config.json's keys, where given, decide
+        settings.update(hf_tokenizer.casing(tokenizer_json))
+    path = os.path.join(directory, "tokenizer_config.json")
+    if os.path.isfile(path):
+        config = files.read_json(path)
+        pairs = (("lowercase", config.get("do_lower_case")), ("strip_accents", config.get("strip_accents")))
+        settings.update({key: bool(value) for key, value in pairs if value is not None})
+    return settings
 
 
 def convert_directory(layout, directory, target, extra=None):
