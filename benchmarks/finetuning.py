@@ -231,7 +231,8 @@ def profile_lines(results):
             f"TensorFlow's profiler, {seconds:.1f} s with the profiler on; forward, backward and update together, "
             "ms and share of the ops' sum): " + "; ".join(
                 f"{name} {ms:.0f} ({100 * ms / total:.0f}%)" for name, ms in sorted(cats.items(), key=lambda i: -i[1]))
-            + "."]
+            + "." + ("" if not parts[-1].get("other_ms") else " The largest op types in \"other\": " + ", ".join(
+                f"{kind} {ms:.0f}" for kind, ms in parts[-1]["other_ms"].items()) + ".")]
 
 
 def lever_notes(results, padding):

@@ -113,6 +113,10 @@ def profile_lines(profile, roof, hf_rate):
     for name, ms in sorted(cats.items(), key=lambda item: -item[1]):
         lines.append(f"| {name} | {ms:.0f} | {100 * ms / total:.0f}% |")
     lines.append("")
+    if profile.get("other_ms"):
+        lines.append("The largest op types in \"other\": " + ", ".join(
+            f"{kind} {ms:.0f} ms" for kind, ms in profile["other_ms"].items()) + ".")
+        lines.append("")
     if peak and hf_rate:
         need_ms = 1e3 * rows / (3 * hf_rate)
         at_roof_ms = 1e3 * dense_gflop / peak

@@ -69,6 +69,17 @@ def op_times(logdir):
     return totals
 
 
+def summarize(totals, top=5):
+    """`op_times`' totals -> ({category: ms}, {op type: ms} of the `top` largest types in "other")."""
+    categories, other = collections.Counter(), collections.Counter()
+    for (scope, kind), us in totals.items():
+        category = categorize(scope, kind)
+        categories[category] += us / 1e3
+        if category == "other":
+            other[kind] += us / 1e3
+    return dict(categories), dict(other.most_common(top))
+
+
 def measure_profile(preset, rows, throughput_rows, batch_size=32, dtype="float32"):
     """Worker: the forward pass's wall time and its ops' time by category, per pass."""
     import numpy as np
@@ -104,15 +115,9 @@ def measure_profile(preset, rows, throughput_rows, batch_size=32, dtype="float32
         forward()
         tf.profiler.experimental.stop()
         totals = op_times(logdir)
-    by_category = collections.Counter()
-    for (scope, kind), us in totals.items():
-        by_category[categorize(scope, kind)] += us / 1e3
+    by_category, other = summarize(totals)
     real_tokens = int(sum(int(x["padding_mask"].sum()) for x in batches))
     padded_cells = int(sum(x["padding_mask"].size for x in batches))
-    top = sorted(((us / 1e3, kind) for (scope, kind), us in totals.items()), reverse=True)
-    kinds = collections.Counter()
-    for ms, kind in top:
-        kinds[kind] += ms
     return {"wall_ms": 1e3 * statistics.median(walls), "categories_ms": dict(by_category),
-            "op_types_ms": dict(kinds.most_common(12)), "real_tokens": real_tokens, "padded_cells": padded_cells,
+            "other_ms": other, "real_tokens": real_tokens, "padded_cells": padded_cells,
             "rows": len(texts), "dtype": model.backbone.dtype_policy.name}
