@@ -12,6 +12,9 @@ text) or the pieces it is made of, one warm-up pass and then `runs` timed passes
   preprocessor does;
 - `multiple_32`: the cut rounded to 32 instead of 8 (fewer shapes, more padding);
 - `no_count`: without the truncation count (a second tokenizing pass per batch);
+- `per_sequence_attention`: `as_is` with the real tokens' attention one sequence at a time
+  whatever the rows' length (`TransformerEncoder.batched_attention_up_to = 0`; by default rows up
+  to 128 pieces attend in one padded batch);
 - `padded_dense` and `no_sort_padded_dense`: `as_is` and `no_sort` with the encoder's dense
   layers run on the padded batch (`TransformerEncoder.skip_padding` off, the encoder's former way).
 
@@ -29,7 +32,8 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     """Worker: sentences/s of each variant (median of `runs` passes) and the padded widths."""
     import numpy as np
 
-    from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
+    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, set_skip_padding
+    from keras_bert_zoo.utils.keras_internals import flatten_layers
     from keras_bert_zoo.models import task_inputs, task_predict
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
@@ -72,6 +76,14 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     for name, step in variants.items():
         times = time_runs(step, warmup=1, runs=runs)
         rates[name] = n / statistics.median(times)
+    for layer in flatten_layers(model):  # the real tokens' attention one sequence at a time, however short
+        if isinstance(layer, TransformerEncoder):
+            layer.batched_attention_up_to = 0
+    model.predict_function = None  # traced again
+    rates["per_sequence_attention"] = n / statistics.median(time_runs(variants["as_is"], warmup=1, runs=runs))
+    for layer in flatten_layers(model):
+        if isinstance(layer, TransformerEncoder):
+            layer.batched_attention_up_to = TransformerEncoder.batched_attention_up_to
     set_skip_padding(model, False)
     model.predict_function = None  # traced again, on the padded path
     for name in ("as_is", "no_sort"):

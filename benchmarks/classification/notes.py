@@ -141,6 +141,8 @@ def lever_lines(levers, results):
                            "longest row",
              "multiple_32": "cut rounded to 32 instead of 8",
              "no_count": "without the truncation count (a second tokenizing pass)",
+             "per_sequence_attention": "the real tokens' attention one sequence at a time instead of one padded "
+                                       "batch (`batched_attention_up_to=0`)",
              "padded_dense": "dense layers on the padded batch (`skip_padding` off)",
              "no_sort_padded_dense": "both: one call per 32 rows and dense layers on the padded batch"}
     parts = [f"{text}: {rates[k]:.1f} ({rates[k] / base:.2f}×)" for k, text in names.items() if k in rates]

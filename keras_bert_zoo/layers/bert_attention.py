@@ -102,6 +102,11 @@ class BertAttention(keras.layers.Layer):
             return ops.map(one_sequence, (query, key, value, padding_mask))
         return self._attend(query, key, value, padding_mask, training)
 
+    def attend_batched(self, query, key, value, padding_mask):
+        """Inference attention over the whole padded batch at once (no `per_sequence` map):
+        `(batch, seq, hidden)` projected inputs -> the context, heads concatenated."""
+        return self._attend(query, key, value, padding_mask, False)
+
     def _attend(self, query, key, value, padding_mask, training):
         q = self._split_heads(query)  # (b, h, s, d)
         k = self._split_heads(key)  # (b, h, s, d)

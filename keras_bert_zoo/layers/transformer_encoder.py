@@ -105,6 +105,9 @@ class TransformerEncoder(keras.layers.Layer):
     # Training on TensorFlow: the exact GELU keeps only its input (`exact_gelu`); False: autodiff
     # through the composite (benchmarks' lever).
     lean_gelu_in_training = True
+    # Inference on the real tokens: rows up to this long attend in one padded batch, longer ones one
+    # sequence at a time (`_inference_attention`).
+    batched_attention_up_to = 128
 
     def __init__(
         self,
@@ -208,8 +211,7 @@ class TransformerEncoder(keras.layers.Layer):
             context = attention.attend(scatter(query), scatter(key), scatter(value), padding_mask, training)
             context = ops.take(ops.reshape(context, (-1, width)), real, axis=0)
         else:
-            lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
-            context = attention.attend_packed(query, key, value, lengths)
+            context = self._inference_attention(query, key, value, padding_mask, scatter, real)
         attended = self.attention_dropout_layer(self.attention_output_dense(context), training=training)
         tokens = ops.cast(self.attention_layer_norm(tokens + attended), self.compute_dtype)
         hidden = gelu(
@@ -219,6 +221,31 @@ class TransformerEncoder(keras.layers.Layer):
         out = self.output_dropout_layer(self.output_dense(hidden), training=training)
         tokens = ops.cast(self.output_layer_norm(tokens + out), self.compute_dtype)
         return scatter(tokens)
+
+    def _inference_attention(self, query, key, value, padding_mask, scatter, real):
+        """The real tokens' attention context at inference: one padded batch when its rows are at most
+        `batched_attention_up_to` long, else one sequence at a time (`attend_packed`).
+
+        One sequence at a time keeps long windows' `(heads, seq, seq)` scores in the CPU's cache, but
+        it runs a dozen small ops per sequence and layer (slices, head transposes, pads): on short
+        rows those ops cost more than the attention they compute (the transposes alone were a tenth
+        of BERT-Base's forward pass on ~27-piece snippets, docs/benchmarks.md's profile), where one
+        batched call runs them once a layer."""
+        attention = self.attention
+        width = ops.shape(query)[-1]
+
+        def batched():
+            context = attention.attend_batched(scatter(query), scatter(key), scatter(value), padding_mask)
+            return ops.take(ops.reshape(context, (-1, width)), real, axis=0)
+
+        def packed():
+            lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
+            return attention.attend_packed(query, key, value, lengths)
+
+        length = ops.shape(padding_mask)[1]
+        if isinstance(length, int):
+            return batched() if length <= self.batched_attention_up_to else packed()
+        return ops.cond(length <= self.batched_attention_up_to, batched, packed)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return tuple(x_shape)

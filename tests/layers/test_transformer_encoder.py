@@ -132,12 +132,14 @@ def test_layers_create_their_dense_layers_at_full_width_in_build():
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
-def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype):
+@pytest.mark.parametrize("up_to", [0, 128])  # attention one sequence at a time / in one padded batch
+def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype, up_to):
     # The inference path of a Task's layers: dense layers on the real tokens only.
     layer = _layer(causal=causal, dtype=dtype)
     x, mask = _masked_batch(seed=3)
     want = np.array(keras.ops.cast(layer(x, padding_mask=mask, training=False), "float32"))
     layer.skip_padding = True
+    layer.batched_attention_up_to = up_to
     got = np.array(keras.ops.cast(layer(x, padding_mask=mask, training=False), "float32"))
     real = mask.astype(bool)
     tolerance = 1e-5 if dtype == "float32" else 2e-2
@@ -152,11 +154,12 @@ def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_skip_padding_attends_each_row_alone_under_any_mask_in_a_graph(causal):
-    # `attend_packed` at inference: rows cut out of the packed real tokens, traced once with
-    # unknown batch and length (as `predict` does). Masks with holes, a row without any real
-    # token, rows longer and shorter than the others: the padded call's outputs at the real
-    # positions.
+@pytest.mark.parametrize("up_to", [0, 6, 128])  # 6: the 9-long batch one sequence at a time, the 6-long one batched
+def test_skip_padding_attends_each_row_alone_under_any_mask_in_a_graph(causal, up_to):
+    # `attend_packed` (rows longer than `batched_attention_up_to`) or one padded batch at
+    # inference, chosen inside one trace with unknown batch and length (as `predict` traces).
+    # Masks with holes, a row without any real token, rows longer and shorter than the others:
+    # the padded call's outputs at the real positions.
     import tensorflow as tf
 
     layer = _layer(causal=causal)
@@ -169,6 +172,7 @@ def test_skip_padding_attends_each_row_alone_under_any_mask_in_a_graph(causal):
     mask[3, 0] = 0  # padding first
     want = np.array(layer(x, padding_mask=mask, training=False))
     layer.skip_padding = True
+    layer.batched_attention_up_to = up_to
     spec = (tf.TensorSpec([None, None, 16], tf.float32), tf.TensorSpec([None, None], tf.int32))
     forward = tf.function(lambda x, m: layer(x, padding_mask=m, training=False), input_signature=spec)
     got = forward(x, mask).numpy()
