@@ -22,7 +22,8 @@ import time
 WRAPPERS = ("While", "StatelessWhile", "If", "StatelessIf", "PartitionedCall", "StatefulPartitionedCall")
 # (category, test on (scope, op type)), first match wins.
 CATEGORIES = (
-    ("optimizer update", lambda scope, kind: "Apply" in kind or "optimizer" in scope.lower() or "adam" in scope.lower()),
+    ("optimizer update (and the gradients' global norm)",
+     lambda scope, kind: "Apply" in kind or "adam" in scope.lower() or "optimizer" in scope.lower()),
     ("layer norms", lambda scope, kind: "layer_norm" in scope),
     ("embeddings (lookups, sum, layer norm)", lambda scope, kind: "embeddings" in scope),
     ("dense matmuls (Q, K, V, output, FFN, pooler, head)", lambda scope, kind: "MatMul" in kind and "Batch" not in kind),
@@ -40,6 +41,10 @@ CATEGORIES = (
 
 
 def categorize(scope, kind):
+    # Grappler names the nodes it rewrites after itself (`.../ArithmeticOptimizer/AddOpsRewrite_add_2`):
+    # those segments say nothing about what the node computes.
+    scope = "/".join(part for part in scope.split("/") if not part.endswith("Optimizer")
+                     and not part.startswith(("AddOpsRewrite", "FoldTranspose")))
     for name, test in CATEGORIES:
         if test(scope, kind):
             return name

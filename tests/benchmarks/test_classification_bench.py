@@ -84,3 +84,9 @@ def test_the_profile_groups_ops_by_what_they_compute():
     assert profile.categorize("model/encoder_0/Erf", "Erf") == "GELU's erf"
     assert profile.categorize("x/transpose", "_MklTranspose").startswith("transposes")
     assert profile.categorize("x/GatherV2", "GatherV2").startswith("gathers")
+    # Grappler's rewritten nodes are named after it, not after an optimizer update.
+    assert profile.categorize("m/layer_0/cond/ArithmeticOptimizer/FoldTransposeIntoMatMul_MatMul",
+                              "_MklBatchMatMulV2").startswith("attention")
+    assert profile.categorize("m/layer_0/attention_layer_norm/ArithmeticOptimizer/AddOpsRewrite_add_2",
+                              "AddV2") == "layer norms"
+    assert profile.categorize("bert_adamw/ResourceApplyAdam", "ResourceApplyAdam").startswith("optimizer")
