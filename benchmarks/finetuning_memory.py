@@ -203,7 +203,9 @@ def measure_imports(framework):
     import subprocess
     import sys
 
-    code = f"{IMPORTS[framework]}\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    # VmHWM, not ru_maxrss: Linux carries the forking parent's peak into a child's ru_maxrss across exec.
+    code = (f"{IMPORTS[framework]}\nprint(next(line.split()[1] for line in open('/proc/self/status') "
+            "if line.startswith('VmHWM:')))")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     if done.returncode:
