@@ -1,4 +1,5 @@
-"""What several benchmark sections share: the CPU line of each section's "Conditions"."""
+"""What several benchmark sections share: the CPU line of each section's "Conditions", the switch of
+the training lever."""
 
 import pathlib
 
@@ -13,3 +14,13 @@ def cpu_description():
     flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
     kinds = [f for f in ("avx512f", "avx512_bf16", "avx512_vnni") if f in flags]
     return f"{model} ({', '.join(kinds) or 'no AVX-512'})"
+
+
+def set_lean_training(enabled):
+    """Training attention that recomputes its probabilities and the GELU that keeps only its input
+    (the defaults), or autodiff through both (`enabled=False`: what training kept before); for the
+    whole worker process, before its model is traced."""
+    from keras_bert_zoo.layers.bert_attention import BertAttention  # lazy: workers only (start-up time)
+    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder  # lazy: workers only (start-up time)
+
+    BertAttention.recompute_in_training = TransformerEncoder.lean_gelu_in_training = bool(enabled)

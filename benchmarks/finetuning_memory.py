@@ -33,7 +33,7 @@ import tempfile
 import time
 
 from benchmarks._subprocess import run_config
-from benchmarks.common import cpu_description
+from benchmarks.common import cpu_description, set_lean_training
 from benchmarks.serving import minilm_dir
 
 MODULE = "benchmarks.finetuning_memory"
@@ -120,15 +120,13 @@ def measure_ours(workdir, train, dev, questions, batch_size, sequence_length, qu
     `attention_training.py` and `exact_gelu`)."""
     import keras
 
-    from keras_bert_zoo.layers.bert_attention import BertAttention
-    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder
 
     from keras_bert_zoo.finetuning.config import FinetuningConfig
     from keras_bert_zoo.finetuning.run import check_preset, task_kind
     from keras_bert_zoo.models import window_batches
     from keras_bert_zoo.training.distribute import get_strategy
 
-    BertAttention.recompute_in_training = TransformerEncoder.lean_gelu_in_training = lean_training
+    set_lean_training(lean_training)
     if question_batches:  # the batching before window_batches.py: every window of `batch_size` questions
         window_batches.applies = lambda *args: False
     phases = Phases()

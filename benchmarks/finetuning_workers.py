@@ -9,6 +9,7 @@ import os
 import resource
 import time
 
+from benchmarks.common import set_lean_training
 from benchmarks.serving import minilm_dir
 
 BASE = dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072)
@@ -80,13 +81,11 @@ def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full
     import keras
     import numpy as np
 
-    from keras_bert_zoo.layers.bert_attention import BertAttention
-    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.models.bert_classifier import BertClassifier
     from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
-    BertAttention.recompute_in_training = TransformerEncoder.lean_gelu_in_training = lean_training
+    set_lean_training(lean_training)
     keras.utils.set_random_seed(0)
     texts, labels = train_rows(rows)
     setup = time.perf_counter()

@@ -76,14 +76,15 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     for name, step in variants.items():
         times = time_runs(step, warmup=1, runs=runs)
         rates[name] = n / statistics.median(times)
-    for layer in flatten_layers(model):  # the real tokens' attention one sequence at a time, however short
-        if isinstance(layer, TransformerEncoder):
-            layer.batched_attention_up_to = 0
-    model.predict_function = None  # traced again
+    def batched_attention_up_to(length):
+        for layer in flatten_layers(model):
+            if isinstance(layer, TransformerEncoder):
+                layer.batched_attention_up_to = length
+        model.predict_function = None  # traced again
+
+    batched_attention_up_to(0)  # the real tokens' attention one sequence at a time, however short
     rates["per_sequence_attention"] = n / statistics.median(time_runs(variants["as_is"], warmup=1, runs=runs))
-    for layer in flatten_layers(model):
-        if isinstance(layer, TransformerEncoder):
-            layer.batched_attention_up_to = TransformerEncoder.batched_attention_up_to
+    batched_attention_up_to(TransformerEncoder.batched_attention_up_to)
     set_skip_padding(model, False)
     model.predict_function = None  # traced again, on the padded path
     for name in ("as_is", "no_sort"):

@@ -62,7 +62,7 @@ def op_times(logdir):
             space.ParseFromString(f.read())
         for plane in space.planes:
             for line in plane.lines:
-                if not line.name.startswith("tf_Compute") and "Inter" not in line.name:
+                if not line.name.startswith("tf_Compute"):  # the executor's threads; not Python's
                     continue
                 for event in line.events:
                     name = plane.event_metadata[event.metadata_id].name
@@ -123,6 +123,6 @@ def measure_profile(preset, rows, throughput_rows, batch_size=32, dtype="float32
     by_category, other = summarize(totals)
     real_tokens = int(sum(int(x["padding_mask"].sum()) for x in batches))
     padded_cells = int(sum(x["padding_mask"].size for x in batches))
-    return {"wall_ms": 1e3 * statistics.median(walls), "categories_ms": dict(by_category),
+    return {"wall_ms": 1e3 * statistics.median(walls), "categories_ms": by_category,
             "other_ms": other, "real_tokens": real_tokens, "padded_cells": padded_cells,
             "rows": len(texts), "dtype": model.backbone.dtype_policy.name}

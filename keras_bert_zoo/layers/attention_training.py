@@ -14,11 +14,14 @@ of the composite (`attention_context_reference`), to float rounding.
 import keras
 from keras import ops
 
-MASKED_SCORE = -1e9  # exactly zero probability in float32 (see BertAttention._attend)
+# The original adds -10000 to masked scores; -1e9 in float32 gives exactly zero probability, so
+# padding never changes the real positions' outputs.
+MASKED_SCORE = -1e9
 
 
 def masked_probabilities(q, k, allowed):
-    """softmax(q @ kᵀ) in float32 over the allowed keys; `q` already scaled."""
+    """softmax(q @ kᵀ) in float32 over the allowed keys; `q` already scaled. Training and inference
+    attention both compute their probabilities here."""
     scores = ops.cast(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "float32")  # (b, h, s, s)
     if allowed is not None:
         scores = ops.where(allowed, scores, ops.cast(MASKED_SCORE, "float32"))

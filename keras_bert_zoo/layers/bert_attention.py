@@ -102,10 +102,10 @@ class BertAttention(keras.layers.Layer):
             return ops.map(one_sequence, (query, key, value, padding_mask))
         return self._attend(query, key, value, padding_mask, training)
 
-    def attend_batched(self, query, key, value, padding_mask):
-        """Inference attention over the whole padded batch at once (no `per_sequence` map):
+    def attend_batched(self, query, key, value, padding_mask, training=False):
+        """Attention over the whole padded batch at once, whatever `per_sequence` says:
         `(batch, seq, hidden)` projected inputs -> the context, heads concatenated."""
-        return self._attend(query, key, value, padding_mask, False)
+        return self._attend(query, key, value, padding_mask, training)
 
     def _attend(self, query, key, value, padding_mask, training):
         q = self._split_heads(query)  # (b, h, s, d)
@@ -124,13 +124,7 @@ class BertAttention(keras.layers.Layer):
         if training and self.recompute_in_training and keras.backend.backend() == "tensorflow":
             # The same values and gradients, with less kept for the backward pass.
             return self._merge_heads(self._attend_training(q, k, v, allowed))
-        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # (b, h, s, s)
-        scores = ops.cast(scores, "float32")
-        if allowed is not None:
-            # The original adds -10000 to masked scores; -1e9 in float32 gives exactly
-            # zero probability, so padding never changes the real positions' outputs.
-            scores = ops.where(allowed, scores, ops.cast(-1e9, "float32"))
-        probs = ops.softmax(scores, axis=-1)
+        probs = attention_training.masked_probabilities(q, k, allowed)  # (b, h, s, s), float32
         probs = ops.cast(probs, self.compute_dtype)
         probs = self.dropout_layer(probs, training=training)
         return self._merge_heads(ops.matmul(probs, v))  # (b, h, s, d) -> (b, s, hidden)

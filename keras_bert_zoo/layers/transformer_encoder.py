@@ -26,9 +26,14 @@ def gelu(x, approximate=False, training=False):
     return exact_gelu_reference(x)
 
 
+def normal_cdf(x):
+    """Φ(x) = (1 + erf(x/√2))/2."""
+    return 0.5 + 0.5 * ops.erf(x * 0.7071067811865476)
+
+
 def exact_gelu_reference(x):
     """x·Φ(x), the composite whose gradient autodiff derives."""
-    return x * (0.5 + 0.5 * ops.erf(x * 0.7071067811865476))
+    return x * normal_cdf(x)
 
 
 def exact_gelu(x):
@@ -39,9 +44,8 @@ def exact_gelu(x):
     def forward(x):
         def grad(*args, upstream=None):
             upstream = args[0] if upstream is None else upstream
-            cdf = 0.5 + 0.5 * ops.erf(x * 0.7071067811865476)
             pdf = ops.exp(-0.5 * x * x) * 0.3989422804014327  # φ(x) = exp(−x²/2)/√(2π)
-            return upstream * (cdf + x * pdf)
+            return upstream * (normal_cdf(x) + x * pdf)
 
         return exact_gelu_reference(x), grad
 
@@ -207,11 +211,19 @@ class TransformerEncoder(keras.layers.Layer):
         attention = self.attention
         query, key, value = (dense(tokens) for dense in (attention.query_dense, attention.key_dense,
                                                          attention.value_dense))
-        if training:
-            context = attention.attend(scatter(query), scatter(key), scatter(value), padding_mask, training)
-            context = ops.take(ops.reshape(context, (-1, width)), real, axis=0)
+
+        def on_padded_batch():  # one attention call over the padded batch; its real tokens' rows
+            context = attention.attend_batched(scatter(query), scatter(key), scatter(value), padding_mask, training)
+            return ops.take(ops.reshape(context, (-1, width)), real, axis=0)
+
+        def one_sequence_at_a_time():
+            lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
+            return attention.attend_packed(query, key, value, lengths)
+
+        if training:  # dropout is drawn on the padded layout, as in `call`
+            context = on_padded_batch()
         else:
-            context = self._inference_attention(query, key, value, padding_mask, scatter, real)
+            context = self._inference_attention(padding_mask, on_padded_batch, one_sequence_at_a_time)
         attended = self.attention_dropout_layer(self.attention_output_dense(context), training=training)
         tokens = ops.cast(self.attention_layer_norm(tokens + attended), self.compute_dtype)
         hidden = gelu(
@@ -222,7 +234,7 @@ class TransformerEncoder(keras.layers.Layer):
         tokens = ops.cast(self.output_layer_norm(tokens + out), self.compute_dtype)
         return scatter(tokens)
 
-    def _inference_attention(self, query, key, value, padding_mask, scatter, real):
+    def _inference_attention(self, padding_mask, on_padded_batch, one_sequence_at_a_time):
         """The real tokens' attention context at inference: one padded batch when its rows are at most
         `batched_attention_up_to` long, else one sequence at a time (`attend_packed`).
 
@@ -231,21 +243,10 @@ class TransformerEncoder(keras.layers.Layer):
         rows those ops cost more than the attention they compute (the transposes alone were a tenth
         of BERT-Base's forward pass on ~27-piece snippets, docs/benchmarks.md's profile), where one
         batched call runs them once a layer."""
-        attention = self.attention
-        width = ops.shape(query)[-1]
-
-        def batched():
-            context = attention.attend_batched(scatter(query), scatter(key), scatter(value), padding_mask)
-            return ops.take(ops.reshape(context, (-1, width)), real, axis=0)
-
-        def packed():
-            lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
-            return attention.attend_packed(query, key, value, lengths)
-
         length = ops.shape(padding_mask)[1]
         if isinstance(length, int):
-            return batched() if length <= self.batched_attention_up_to else packed()
-        return ops.cond(length <= self.batched_attention_up_to, batched, packed)
+            return on_padded_batch() if length <= self.batched_attention_up_to else one_sequence_at_a_time()
+        return ops.cond(length <= self.batched_attention_up_to, on_padded_batch, one_sequence_at_a_time)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return tuple(x_shape)

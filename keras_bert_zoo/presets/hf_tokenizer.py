@@ -44,11 +44,16 @@ def wordpiece_tokens(path):
     return [by_id[i] for i in range(len(by_id))]
 
 
-def casing(path):
-    """`{"lowercase", "strip_accents"}` as the file's BERT normalizer states them (each only where stated)."""
-    normalizer = files.read_json(path).get("normalizer") or {}
-    pairs = (("lowercase", normalizer.get("lowercase")), ("strip_accents", normalizer.get("strip_accents")))
+def stated_casing(lowercase, strip_accents):
+    """`{"lowercase", "strip_accents"}` as booleans, each only where stated (not None)."""
+    pairs = (("lowercase", lowercase), ("strip_accents", strip_accents))
     return {key: bool(value) for key, value in pairs if value is not None}
+
+
+def casing(path):
+    """The casing `tokenizer.json`'s BERT normalizer states (`stated_casing`)."""
+    normalizer = files.read_json(path).get("normalizer") or {}
+    return stated_casing(normalizer.get("lowercase"), normalizer.get("strip_accents"))
 
 
 def vocabulary_from_tokenizer_json(directory):

@@ -165,8 +165,7 @@ def tokenizer_settings(layout, directory):
     path = os.path.join(directory, "tokenizer_config.json")
     if os.path.isfile(path):
         config = files.read_json(path)
-        pairs = (("lowercase", config.get("do_lower_case")), ("strip_accents", config.get("strip_accents")))
-        settings.update({key: bool(value) for key, value in pairs if value is not None})
+        settings.update(hf_tokenizer.stated_casing(config.get("do_lower_case"), config.get("strip_accents")))
     return settings
 
 
