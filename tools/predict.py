@@ -53,15 +53,15 @@ BLANK = object()
 """A blank input line: answered by a `null` line, so that output line N answers input line N."""
 
 
-def _numbered_values(path):
+def _numbered_values(path, label):
     """Yields `(line number, JSON value or BLANK)` for each line of `path`, streaming; a line that is
-    not UTF-8 or not JSON stops the run with a message naming the file and the line."""
+    not UTF-8 or not JSON stops the run with a message naming the input (`label`) and the line."""
     with open(path, "rb") as stream:
         for number, raw in enumerate(stream, 1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{number} is not valid UTF-8 (byte {e.start + 1} of the line, "
+                raise ValueError(f"{label}:{number} is not valid UTF-8 (byte {e.start + 1} of the line, "
                                  f"{raw[e.start:e.start + 1]!r}). JSON Lines are UTF-8: re-encode the file, "
                                  "e.g. iconv -f latin1 -t utf-8.") from None
             if not line.strip():
@@ -70,15 +70,15 @@ def _numbered_values(path):
             try:
                 yield number, json.loads(line)
             except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{number} is not JSON ({e}). Each line must be one JSON value.") from None
+                raise ValueError(f"{label}:{number} is not JSON ({e}). Each line must be one JSON value.") from None
 
 
-def _chunks(path, size=CHUNK_LINES):
-    """`_numbered_values` in lists of at most `size`."""
+def _chunks(path, label):
+    """`_numbered_values` in lists of at most `CHUNK_LINES` (read at each call)."""
     chunk = []
-    for item in _numbered_values(path):
+    for item in _numbered_values(path, label):
         chunk.append(item)
-        if len(chunk) == size:
+        if len(chunk) == CHUNK_LINES:
             yield chunk
             chunk = []
     if chunk:
@@ -155,8 +155,8 @@ def main(argv=None):
         raise ValueError(f"--model {args.model!r} does not exist.{_interrupted_save_hint(args.model)}")
     _check_output(args)
     with _input_file(args.input) as path:
-        label = args.input if args.input != "-" else "<stdin>"
-        for _ in _numbered_values(path):  # every line UTF-8 JSON, before TensorFlow loads
+        label = args.input  # `-` for stdin, not the spool file
+        for _ in _numbered_values(path, label):  # every line UTF-8 JSON, before TensorFlow loads
             pass
         import_tensorflow()
         from tqdm import tqdm  # lazy: only a run needs it, not --help (start-up time)
@@ -167,7 +167,7 @@ def main(argv=None):
         specs = export_client.input_specs(function)
         names = list(specs)
         total = 0
-        for number, line in _numbered_values(path):  # every instance checked before any runs
+        for number, line in _numbered_values(path, label):  # every instance checked before any runs
             if line is BLANK:
                 continue
             if _is_request(line, names):
@@ -180,7 +180,7 @@ def main(argv=None):
         bar = tqdm(total=total, unit="row", disable=args.no_progress, file=sys.stderr)
         written = 0
         with _output_stream(args.output) as out:
-            for chunk in _chunks(path):
+            for chunk in _chunks(path, label):
                 instances = [i for i, (_, line) in enumerate(chunk) if line is not BLANK and not _is_request(line, names)]
                 rows = [_instance_row(chunk[i][1], names) for i in instances]
                 answers = dict(zip(instances, export_client.predict_rows(function, rows, args.batch_size, bar.update)))

@@ -188,12 +188,22 @@ def test_predict_streams_in_chunks_and_replaces_an_existing_output_only_when_ask
     with pytest.raises(ValueError, match=r"--output .*out.jsonl' exists. Pass --overwrite to replace it"):
         predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress"])
     assert out.read_text() == "mine\n"
+    from keras_bert_zoo.serving import client
+
+    answered, predict_rows = [], client.predict_rows
+    monkeypatch.setattr(client, "predict_rows", lambda f, rows, *a: answered.append(len(rows)) or predict_rows(
+        f, rows, *a))
     assert predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress",
                               "--overwrite"]) == 11
+    assert answered == [3, 1, 2, 3, 2]  # chunk by chunk (the request's 2 rows apart), never the whole input
+    monkeypatch.setattr(client, "predict_rows", predict_rows)
     assert out.read_text() == whole.read_text() and out.read_text().splitlines()[4] == "null"
     monkeypatch.setattr("sys.stdin", type("In", (), {"buffer": __import__("io").BytesIO(source.read_bytes())})())
     predict_tool.main(["--model", preset, "--input", "-", "--output", "-", "--no-progress"])
     assert capsys.readouterr().out == whole.read_text()
+    monkeypatch.setattr("sys.stdin", type("In", (), {"buffer": __import__("io").BytesIO(b'"w1"\nnot json\n')})())
+    with pytest.raises(ValueError, match=r"^-:2 is not JSON"):  # the input as given, not the spool file
+        predict_tool.main(["--model", preset, "--input", "-", "--output", "-", "--no-progress"])
     # A request that fails while answering (chunk 2) leaves the existing output as it was, and no partial file.
     source.write_text("\n".join(lines[:4] + [json.dumps({"instances": [{"text": "w1", "extra": 1}]})]) + "\n")
     with pytest.raises(ValueError, match=r"in.jsonl:5: "):
