@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_bert_zoo.layers import argument_checks as args
+from keras_bert_zoo.layers import real_tokens
 from keras_bert_zoo.layers.bert_attention import BertAttention
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.utils.keras_internals import flatten_layers
@@ -192,7 +193,7 @@ class TransformerEncoder(keras.layers.Layer):
         layers are nearly all the work: they run on the `(real tokens, hidden)` matrix. At
         inference the attention runs on it too, one sequence at a time without its padding
         (`BertAttention.attend_packed`); in training it sees the padded `(batch, seq)` layout
-        (queries, keys and values scattered into it, zeros at padding, which the mask hides),
+        (queries, keys and values put into it, zeros at padding, which the mask hides; `real_tokens`),
         where its dropout is drawn as in `call`. Real positions get the outputs of `call` (to
         float rounding); padded positions get zeros. Every batch's token
         count is a new matmul shape: rounding it up to fewer shapes (8 per power of two) was
@@ -201,20 +202,19 @@ class TransformerEncoder(keras.layers.Layer):
         """
         shape = ops.shape(x)
         width = shape[-1]
-        padded = (shape[0] * shape[1], width)
-        real = ops.nonzero(ops.reshape(padding_mask, (-1,)) > 0)[0]  # (tokens,) flat positions
-        tokens = ops.take(ops.reshape(x, (-1, width)), real, axis=0)  # (tokens, hidden)
+        real, index = real_tokens.positions(padding_mask)
+        tokens = real_tokens.pack(ops.reshape(x, (-1, width)), real, index)  # (tokens, hidden)
 
-        def scatter(values):
-            return ops.reshape(ops.scatter(real[:, None], values, padded), shape)
+        def to_padded(values):
+            return ops.reshape(real_tokens.unpack(values, real, index), shape)
 
         attention = self.attention
         query, key, value = (dense(tokens) for dense in (attention.query_dense, attention.key_dense,
                                                          attention.value_dense))
 
         def on_padded_batch():  # one attention call over the padded batch; its real tokens' rows
-            context = attention.attend_batched(scatter(query), scatter(key), scatter(value), padding_mask, training)
-            return ops.take(ops.reshape(context, (-1, width)), real, axis=0)
+            context = attention.attend_batched(to_padded(query), to_padded(key), to_padded(value), padding_mask, training)
+            return real_tokens.pack(ops.reshape(context, (-1, width)), real, index)
 
         def one_sequence_at_a_time():
             lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
@@ -232,7 +232,7 @@ class TransformerEncoder(keras.layers.Layer):
         )
         out = self.output_dropout_layer(self.output_dense(hidden), training=training)
         tokens = ops.cast(self.output_layer_norm(tokens + out), self.compute_dtype)
-        return scatter(tokens)
+        return to_padded(tokens)
 
     def _inference_attention(self, padding_mask, on_padded_batch, one_sequence_at_a_time):
         """The real tokens' attention context at inference: one padded batch when its rows are at most
