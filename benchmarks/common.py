@@ -24,3 +24,24 @@ def set_lean_training(enabled):
     from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder  # lazy: workers only (start-up time)
 
     BertAttention.recompute_in_training = TransformerEncoder.lean_gelu_in_training = bool(enabled)
+
+
+def set_scatter_real_tokens(enabled):
+    """Puts the real tokens back into the padded layout by `ops.scatter` (TensorFlow's `ScatterNd`,
+    before `layers/real_tokens.py`) instead of by gathers; for the whole worker process, before its
+    model is traced. The gradients are autodiff's (a gather's `IndexedSlices`, a scatter's gather)."""
+    from keras import ops  # lazy: workers only (start-up time)
+
+    from keras_bert_zoo.layers import real_tokens  # lazy: workers only (start-up time)
+
+    if not enabled:
+        return
+
+    def positions(padding_mask):
+        flat = ops.reshape(padding_mask, (-1,))
+        return ops.nonzero(flat > 0)[0], ops.shape(flat)[0]
+
+    real_tokens.positions = positions
+    real_tokens.pack = lambda rows, real, cells: ops.take(rows, real, axis=0)
+    real_tokens.unpack = lambda tokens, real, cells: ops.scatter(
+        real[:, None], tokens, (cells, ops.shape(tokens)[-1]))

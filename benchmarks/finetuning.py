@@ -29,7 +29,8 @@ import time
 from benchmarks import finetuning_accuracy
 from benchmarks._subprocess import run_config
 from benchmarks.common import cpu_description
-from benchmarks.finetuning_workers import WARMUP_STEPS
+from benchmarks.finetuning_workers import BASE, WARMUP_STEPS
+from benchmarks.peak import measure_bandwidth, measure_roof
 
 MODULE = "benchmarks.finetuning_workers"
 # (name, worker, kwargs, label). Rows per epoch come from the settings; `slow` configurations
@@ -57,6 +58,8 @@ LEVERS = (
      "ours, the optimizer's update in `keras.ops` (no fused Adam kernel)"),
     ("ours_autodiff", "measure_ours", dict(lean_training=False),
      "ours, autodiff through attention and GELU (before `attention_training.py`)"),
+    ("ours_scatter", "measure_ours", dict(scatter=True),
+     "ours, the real tokens put back by `ScatterNd` (before `layers/real_tokens.py`)"),
     ("ours_profile", "measure_ours", dict(profile=True),
      "ours default again, then an epoch under TensorFlow's profiler (op by op, below)"),
 )
@@ -157,13 +160,14 @@ def run(args):
     results = measure(settings, tuple(c for c in configs if c not in skipped), once=once)
     results.update({name: [{"error": SKIPPED_WITHOUT_BF16[name]}] for name, *_ in skipped})
     padding = run_config(MODULE, "padding_stats", dict(rows=settings["rows"], batch_size=settings["batch_size"]))
+    machine = {"roof": measure_roof(quick=True)["float32"], "bandwidth": measure_bandwidth()}
     conditions = (f"load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the start, "
                   f"{' '.join(f'{v:.1f}' for v in os.getloadavg())} at the end, on {os.cpu_count()} cores shared "
                   f"with other jobs; the section took {time.perf_counter() - start:.0f} s")
-    return render(settings, configs, results, padding, conditions)
+    return render(settings, configs, results, padding, conditions, machine)
 
 
-def render(settings, configs, results, padding, conditions):
+def render(settings, configs, results, padding, conditions, machine=None):
     """The section's Markdown from `measure`'s results and `padding_stats`'."""
     labels = {name: label for name, _, _, label in configs}
     results = {name: results.get(name, [{"error": "not run"}]) for name in labels}
@@ -190,6 +194,8 @@ def render(settings, configs, results, padding, conditions):
         f"Against the faster peer's default: {goal}.",
         "",
         *profile_lines(results),
+        "",
+        floor_line(results, settings["batch_size"], machine or {}),
         "",
         f"Text: {settings['rows']} rows of the polarity train split ({settings['slow_rows']} for the configurations "
         f"padded to 512 or 128), ~{data.get('mean_tokens', float('nan')):.1f} word pieces per row on average "
@@ -220,6 +226,40 @@ def goal4(results, labels):
     return f"ours ({policy}) {ours['rate']:.2f} vs {hf['rate']:.2f} examples/s: **{ours['rate'] / hf['rate']:.2f}×**"
 
 
+# Bytes a fused Adam update moves per float32 parameter and step at the least: it reads the
+# weight, both moments and the gradient and writes the weight and both moments.
+ADAM_BYTES = 7 * 4
+
+
+def floor_line(results, batch_size, machine):
+    """Goal 4's limit: our epoch's floor on this host (the dense matmuls' FLOPs at the float32
+    roof, the optimizer's least memory traffic at the measured bandwidth, nothing else) against
+    the time 2× HF `Trainer` allows."""
+    ours, hf = summary(results["ours"]), summary(results["hf"])
+    data = ours.get("last", {})
+    roof, bandwidth = (machine.get(k, {}) for k in ("roof", "bandwidth"))
+    if "rate" not in ours or "rate" not in hf or "gflops" not in roof or "gbs" not in bandwidth \
+            or "trainable_params" not in data:
+        return "Goal 4's floor: not measured."
+    hidden, intermediate, layers = BASE["hidden_dim"], BASE["intermediate_dim"], BASE["num_layers"]
+    # Forward 2·n·(4H² + 2HI) a layer on the real tokens; backward twice that (gradients of the
+    # inputs and of the kernels).
+    matmul_s = 3 * layers * 2 * data["mean_tokens"] * (4 * hidden**2 + 2 * hidden * intermediate) \
+        / (roof["gflops"] * 1e9)
+    update_s = data["trainable_params"] * ADAM_BYTES / (bandwidth["gbs"] * 1e9) / batch_size
+    floor_rate = 1 / (matmul_s + update_s)
+    goal_rate = 2 * hf["rate"]
+    return (
+        f"Goal 4's floor on this host: an example of {data['mean_tokens']:.1f} word pieces needs "
+        f"{1e3 * matmul_s:.0f} ms of dense matmuls at the {roof['gflops']:.0f} GFLOP/s float32 roof, and each step "
+        f"of {batch_size} moves at least {data['trainable_params'] * ADAM_BYTES / 1e9:.2f} GB through the fused Adam "
+        f"update ({data['trainable_params'] / 1e6:.1f}M parameters × {ADAM_BYTES} bytes) at the measured "
+        f"{bandwidth['gbs']:.1f} GB/s ({1e3 * update_s:.0f} ms an example): at most {floor_rate:.2f} examples/s with "
+        f"nothing else (no attention, layer norm, GELU, dropout, embedding or clipping). 2× HF `Trainer` is "
+        f"{goal_rate:.2f} examples/s, **{100 * goal_rate / floor_rate:.0f}% of that floor**; ours runs at "
+        f"{100 * ours['rate'] / floor_rate:.0f}% of it, HF `Trainer` at {100 * hf['rate'] / floor_rate:.0f}%.")
+
+
 def profile_lines(results):
     """Our train step's time op by op (the profiled epoch), largest first."""
     parts = [p for p in results.get("ours_profile", []) if "categories_ms" in p]
@@ -248,6 +288,7 @@ def lever_notes(results, padding):
             ("ours_ops_optimizer", "TF's fused Adam kernel (vs the update in `keras.ops`)", True),
             ("ours_autodiff", "recomputing the attention probabilities and the GELU in the backward pass "
                               "(vs autodiff through them, which keeps more)", True),
+            ("ours_scatter", "putting the real tokens back by gathers (vs `ScatterNd`)", True),
             ("ours_bf16", "the bf16 opt-in (`dtype=\"mixed_bfloat16\"` vs the float32 default)", False)):
         other = summary(results.get(name, [{"error": "not run"}])).get("rate")
         if ours and other:

@@ -9,7 +9,7 @@ import os
 import resource
 import time
 
-from benchmarks.common import set_lean_training
+from benchmarks.common import set_lean_training, set_scatter_real_tokens
 from benchmarks.serving import minilm_dir
 
 BASE = dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072)
@@ -70,14 +70,15 @@ def _keras_timer():
 
 
 def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full=False, padded_dense=False,
-                 ops_optimizer=False, lean_training=True, profile=False):
+                 ops_optimizer=False, lean_training=True, scatter=False, profile=False):
     """Worker: ours, `BertClassifier.fit` on raw strings, one epoch. `precision`: the backbone's
     `dtype` (None: the default, float32 unless Keras' global policy says otherwise). `padded_dense`: the encoder's
     dense layers train on the padded batch (`skip_padding_in_training` off, as before 2026-12-01);
     `ops_optimizer`: `BertAdamW`'s update in `keras.ops`, not TF's fused Adam kernel; `lean_training`
     False: autodiff through the attention's softmax and dropout and the GELU (as before
-    `layers/attention_training.py`). `profile`: a second epoch under TensorFlow's profiler gives the
-    train step's time op by op (`categories_ms`, per epoch)."""
+    `layers/attention_training.py`). `scatter`: the real tokens go back into the padded layout by
+    `ScatterNd`, not gathers (before `layers/real_tokens.py`). `profile`: a second epoch under
+    TensorFlow's profiler gives the train step's time op by op (`categories_ms`, per epoch)."""
     import keras
     import numpy as np
 
@@ -86,6 +87,7 @@ def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full
     from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
     set_lean_training(lean_training)
+    set_scatter_real_tokens(scatter)
     keras.utils.set_random_seed(0)
     texts, labels = train_rows(rows)
     setup = time.perf_counter()
@@ -121,7 +123,8 @@ def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full
         result["categories_ms"], result["other_ms"], result["profiled_s"] = profile_epoch(
             model, x, labels, batch_size, kwargs)
     return {**result, "setup_s": setup, "policy": policy, "traces": traced, "peak_rss_mb": _peak_rss_mb(),
-            "mean_tokens": float(lengths.mean()), "max_tokens": int(lengths.max())}
+            "mean_tokens": float(lengths.mean()), "max_tokens": int(lengths.max()),
+            "trainable_params": int(sum(np.prod(w.shape) for w in model.trainable_weights))}
 
 
 def profile_epoch(model, x, labels, batch_size, kwargs):

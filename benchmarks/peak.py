@@ -1,4 +1,4 @@
-"""The machine's practical roof: GFLOP/s of a large square matmul through TensorFlow.
+"""The machine's practical roofs: GFLOP/s of a large square matmul, and GB/s of memory, through TensorFlow.
 
 A 2048³ matmul through TF's oneDNN kernels is the best dense throughput a Keras model on
 this CPU can hope for (../shared/PERFORMANCE.md: ~205 GFLOP/s fp32, ~400 bf16 when the
@@ -44,6 +44,36 @@ def matmul_gflops(dtype="float32", n=2048, warmup=3, runs=5, calls_per_run=10):
         items_per_call=2.0 * n**3 / 1e9,
     )
     return {"dtype": dtype, "n": n, "gflops": stats["rate"], "spread": stats["spread"], "runs": stats["rates"]}
+
+
+def memory_gbs(megabytes=512, warmup=2, runs=5, calls_per_run=4):
+    """Worker: GB/s TensorFlow moves through memory on an element-wise op far larger than the caches.
+
+    `x * c` on a float32 tensor of `megabytes` (STREAM's "scale": each element read once and
+    written once, 8 bytes), on TensorFlow's own threads: the rate at which a memory-bound op
+    such as an optimizer's update can at best stream its tensors on this host.
+
+    Returns:
+        dict: `gbs` (median), `spread`, `runs` (GB/s per run), `megabytes`.
+    """
+    import tensorflow as tf
+
+    n = megabytes * 2**20 // 4
+    x = tf.random.stateless_uniform((n,), seed=(5, 6), dtype=tf.float32)
+
+    @tf.function
+    def scale(x):
+        y = x * 1.0001
+        return y[0]  # the whole product is computed; one element comes back
+
+    stats = summarize(time_runs(lambda: scale(x).numpy(), warmup, runs, calls_per_run),
+                      items_per_call=8.0 * n / 1e9)
+    return {"gbs": stats["rate"], "spread": stats["spread"], "runs": stats["rates"], "megabytes": megabytes}
+
+
+def measure_bandwidth():
+    """`memory_gbs` in a subprocess of its own."""
+    return run_config("benchmarks.peak", "memory_gbs", {}, timeout=300)
 
 
 def measure_roof(quick=False, n=2048):

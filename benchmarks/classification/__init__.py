@@ -2,7 +2,7 @@
 
 The section is this package: this module runs it (`run`); `sides.py` holds the workers, one per side,
 `levers.py` the worker that switches `predict`'s levers off one at a time, `profile.py` the op-by-op
-profile of our float32 forward, `notes.py` the Markdown.
+profiles of our float32 and bf16 forwards, `notes.py` the Markdown.
 
 Model: BERT-Base shape (L12 H768 A12, intermediate 3072), the uncased 30522-piece
 vocabulary of all-MiniLM-L6-v2, random weights (seeded): one HF
@@ -119,12 +119,17 @@ def measure(settings, workdir=None, call=run_config):
                      else f"{parts[name][-1]['wall_s']:.0f} s"), flush=True)
     results = {name: merge(parts[name], prepared["measured_pieces"], configs[name][1]["throughput_rows"])
                for name in configs}
-    levers = call(LEVERS_MODULE, "measure_levers", dict(
-        preset=prepared["preset"], rows=prepared["rows"], throughput_rows=settings["lever_rows"], batch_size=BATCH,
-        runs=settings["rounds"]))
-    profile = call(PROFILE_MODULE, "measure_profile", dict(
-        preset=prepared["preset"], rows=prepared["rows"], throughput_rows=settings["rows"], batch_size=BATCH))
-    return {"prepared": prepared, "roof": roof, "results": results, "levers": levers, "profile": profile}
+    lever_args = dict(preset=prepared["preset"], rows=prepared["rows"], throughput_rows=settings["lever_rows"],
+                      batch_size=BATCH, runs=settings["rounds"])
+    levers = call(LEVERS_MODULE, "measure_levers", lever_args)
+    if "rates" in levers:
+        scatter = call(LEVERS_MODULE, "measure_scatter", lever_args)
+        if "rate" in scatter:
+            levers["rates"]["scatter"] = scatter["rate"]
+    profiles = {key: call(PROFILE_MODULE, "measure_profile", dict(
+        preset=prepared["preset"], rows=prepared["rows"], throughput_rows=settings["rows"], batch_size=BATCH,
+        dtype=dtype)) for key, dtype in (("profile", "float32"), ("profile_bf16", "mixed_bfloat16"))}
+    return {"prepared": prepared, "roof": roof, "results": results, "levers": levers, **profiles}
 
 
 def run(args):

@@ -15,6 +15,8 @@ text) or the pieces it is made of, one warm-up pass and then `runs` timed passes
 - `per_sequence_attention`: `as_is` with the real tokens' attention one sequence at a time
   whatever the rows' length (`TransformerEncoder.batched_attention_up_to = 0`; by default rows up
   to 128 pieces attend in one padded batch);
+- `scatter`: `as_is` in a second process whose real tokens go back into the padded layout by
+  `ScatterNd` instead of gathers (`layers/real_tokens.py`; `common.set_scatter_real_tokens`);
 - `padded_dense` and `no_sort_padded_dense`: `as_is` and `no_sort` with the encoder's dense
   layers run on the padded batch (`TransformerEncoder.skip_padding` off, the encoder's former way).
 
@@ -26,6 +28,21 @@ import json
 import statistics
 
 from benchmarks._subprocess import time_runs
+
+
+def measure_scatter(preset, rows, throughput_rows, batch_size=32, runs=2):
+    """Worker: `as_is` with the real tokens put back by `ScatterNd` (sentences/s, median of `runs`)."""
+    import numpy as np
+
+    from benchmarks.common import set_scatter_real_tokens
+    from keras_bert_zoo.models.bert_classifier import BertClassifier
+
+    set_scatter_real_tokens(True)
+    model = BertClassifier.from_preset(preset, dtype="float32")
+    with open(rows, encoding="utf-8") as f:
+        texts = np.asarray(json.load(f)["throughput"][:throughput_rows])
+    times = time_runs(lambda: model.predict(texts, batch_size=batch_size, verbose=0), warmup=1, runs=runs)
+    return {"rate": len(texts) / statistics.median(times)}
 
 
 def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):

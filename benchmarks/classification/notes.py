@@ -91,18 +91,26 @@ def goals(results, pieces, roof):
     return lines
 
 
-def profile_lines(profile, roof, hf_rate):
-    """Where our float32 forward spends its time, op by op, and the limit it sets on goal 1."""
+# Per profiled precision: (roof, the goal's multiple of HF, HF's side, the goal's name).
+PROFILE_GOALS = {"float32": ("float32", 3, "HF pipeline (fp32)", "Goal 1"),
+                 "mixed_bfloat16": ("bfloat16", 2, "HF pipeline (bf16 autocast)", "Goal 3")}
+
+
+def profile_lines(profile, roof, results, dtype="float32"):
+    """Where our forward in `dtype` spends its time, op by op, and the limit it sets on its goal."""
+    roof_dtype, multiple, hf_name, goal = PROFILE_GOALS[dtype]
+    label = "float32" if dtype == "float32" else "bf16 (`dtype=\"mixed_bfloat16\"`)"
     if not profile or "error" in profile:
-        return [f"Profile: not measured ({(profile or {}).get('error', 'not run')[:300]})."]
+        return [f"Profile of the {label} forward: not measured ({(profile or {}).get('error', 'not run')[:300]})."]
     wall, cats = profile["wall_ms"], profile["categories_ms"]
     rows, tokens = profile["rows"], profile["real_tokens"]
     dense_gflop = LAYERS * 2 * tokens * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * INTERMEDIATE) / 1e9
-    peak = roof.get("float32", {}).get("gflops")
+    peak = roof.get(roof_dtype, {}).get("gflops")
+    hf_rate = results.get(hf_name, {}).get("rate")
     dense_ms = sum(ms for name, ms in cats.items() if name.startswith("dense matmuls"))
     rest_ms = sum(cats.values()) - dense_ms
     lines = [
-        f"Where the time goes: our float32 forward (`predict_on_batch` on the packed, length-sorted batches of "
+        f"Where the time goes: our {label} forward (`predict_on_batch` on the packed, length-sorted batches of "
         f"the {rows} throughput rows, {tokens} real tokens in {profile['padded_cells']} padded cells), "
         f"{wall:.0f} ms a pass; TensorFlow's profiler, op by op (ms a pass, share of the ops' sum):",
         "",
@@ -117,16 +125,20 @@ def profile_lines(profile, roof, hf_rate):
         lines.append("The largest op types in \"other\": " + ", ".join(
             f"{kind} {ms:.0f} ms" for kind, ms in profile["other_ms"].items()) + ".")
         lines.append("")
+    if profile.get("casts_ms"):
+        lines.append(f"Of the element-wise ops, casts: {profile['casts_ms']:.0f} ms (the dense layers' float32 "
+                     f"kernels read as {roof_dtype}: {profile.get('kernel_casts_ms', 0):.0f} ms).")
+        lines.append("")
     if peak and hf_rate:
-        need_ms = 1e3 * rows / (3 * hf_rate)
+        need_ms = 1e3 * rows / (multiple * hf_rate)
         at_roof_ms = 1e3 * dense_gflop / peak
         lines.append(
             f"The encoder's dense matmuls ({dense_gflop:.0f} GFLOP at real lengths) run at "
             f"{dense_gflop / (dense_ms / 1e3):.0f} GFLOP/s ({100 * dense_gflop / (dense_ms / 1e3) / peak:.0f}% of the "
-            f"{peak:.0f} GFLOP/s roof); at the roof they alone would take {at_roof_ms:.0f} ms. Goal 1 (3× HF's "
-            f"{hf_rate:.1f} sentences/s) needs the whole pass, tokenization included, in {need_ms:.0f} ms: "
-            f"{100 * at_roof_ms / need_ms:.0f}% of that budget is the dense matmuls at the roof, and the other ops "
-            f"take {rest_ms:.0f} ms today.")
+            f"{peak:.0f} GFLOP/s {roof_dtype} roof); at the roof they alone would take {at_roof_ms:.0f} ms. {goal} "
+            f"({multiple}× HF's {hf_rate:.1f} sentences/s) needs the whole pass, tokenization included, in "
+            f"{need_ms:.0f} ms: {100 * at_roof_ms / need_ms:.0f}% of that budget is the dense matmuls at the roof, "
+            f"and the other ops take {rest_ms:.0f} ms today.")
     return lines
 
 
@@ -143,6 +155,8 @@ def lever_lines(levers, results):
              "no_count": "without the truncation count (a second tokenizing pass)",
              "per_sequence_attention": "the real tokens' attention one sequence at a time instead of one padded "
                                        "batch (`batched_attention_up_to=0`)",
+             "scatter": "the real tokens put back into the padded layout by `ScatterNd` instead of gathers "
+                        "(before `layers/real_tokens.py`; a process of its own)",
              "padded_dense": "dense layers on the padded batch (`skip_padding` off)",
              "no_sort_padded_dense": "both: one call per 32 rows and dense layers on the padded batch"}
     parts = [f"{text}: {rates[k]:.1f} ({rates[k] / base:.2f}×)" for k, text in names.items() if k in rates]
@@ -188,7 +202,9 @@ def section(measured, levers, settings, load_before, load_after, batch, doc):
         "",
         *goals(results, pieces, roof),
         "",
-        *profile_lines(measured.get("profile"), roof, results.get("HF pipeline (fp32)", {}).get("rate")),
+        *profile_lines(measured.get("profile"), roof, results),
+        "",
+        *profile_lines(measured.get("profile_bf16"), roof, results, "mixed_bfloat16"),
         "",
         *lever_lines(levers, results),
         "",

@@ -1,5 +1,5 @@
 """Where our forward pass spends its time, op by op (TensorFlow's profiler), and what that leaves
-of the float32 roof: the measured limit of #49's goal 1.
+of the roof: the measured limits of #49's goals 1 (float32) and 3 (bf16).
 
 One process, our BERT-Base classifier in `dtype`, the section's throughput rows packed as
 `predict` packs them (sorted by length, batches of 32, each cut to its longest row rounded up
@@ -15,6 +15,7 @@ import collections
 import glob
 import json
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -38,6 +39,10 @@ CATEGORIES = (
      lambda scope, kind: any(k in kind for k in ("Gather", "Scatter", "Slice", "Where", "Cumsum", "Pad", "Tile",
                                                 "Range", "Repeat", "TensorList", "Reshape", "ConcatV2", "Pack"))),
 )
+
+
+# Keras casts a float32 kernel to the compute dtype as its dense layer reads it (mixed precision).
+KERNEL_CAST = re.compile(r"/(query|key|value|attention_output|intermediate|output)(_\d+)?/Cast/Cast$")
 
 
 def categorize(scope, kind):
@@ -121,8 +126,11 @@ def measure_profile(preset, rows, throughput_rows, batch_size=32, dtype="float32
         tf.profiler.experimental.stop()
         totals = op_times(logdir)
     by_category, other = summarize(totals)
+    casts = {scope: us for (scope, kind), us in totals.items() if kind == "Cast"}
     real_tokens = int(sum(int(x["padding_mask"].sum()) for x in batches))
     padded_cells = int(sum(x["padding_mask"].size for x in batches))
     return {"wall_ms": 1e3 * statistics.median(walls), "categories_ms": by_category,
             "other_ms": other, "real_tokens": real_tokens, "padded_cells": padded_cells,
-            "rows": len(texts), "dtype": model.backbone.dtype_policy.name}
+            "rows": len(texts), "dtype": model.backbone.dtype_policy.name,
+            "casts_ms": sum(casts.values()) / 1e3,
+            "kernel_casts_ms": sum(us for scope, us in casts.items() if KERNEL_CAST.search(scope)) / 1e3}

@@ -65,13 +65,22 @@ def test_the_profile_names_the_time_of_each_kind_of_op_and_the_budget_goal_1_lea
     profile = {"wall_ms": 1200.0, "rows": 32, "real_tokens": tokens, "padded_cells": 1100,
                "categories_ms": {"dense matmuls (Q, K, V, output, FFN, pooler, head)": 1000 * dense_gflop / 170,
                                  "softmax": 100.0, "layer norms": 100.0}}
-    text = "\n".join(notes.profile_lines(profile, {"float32": {"gflops": 200.0}}, hf_rate=10.0))
+    results = {"HF pipeline (fp32)": {"rate": 10.0}, "HF pipeline (bf16 autocast)": {"rate": 20.0}}
+    text = "\n".join(notes.profile_lines(profile, {"float32": {"gflops": 200.0}}, results))
+    assert "our float32 forward" in text
     assert "| softmax | 100 |" in text and "| layer norms | 100 |" in text
     # 170 GFLOP/s = 85% of the roof; at the roof 849 ms; 3× HF's 10/s = 32 rows in 1067 ms.
-    assert "run at 170 GFLOP/s (85% of the 200 GFLOP/s roof)" in text
-    assert f"at the roof they alone would take {1000 * dense_gflop / 200:.0f} ms" in text
+    assert "run at 170 GFLOP/s (85% of the 200 GFLOP/s float32 roof)" in text
+    assert f"at the roof they alone would take {1000 * dense_gflop / 200:.0f} ms. Goal 1 (3× HF's 10.0" in text
     assert "in 1067 ms" in text and "the other ops take 200 ms today" in text
-    assert "not measured (boom)" in notes.profile_lines({"error": "boom"}, {}, 10.0)[0]
+    assert "not measured (boom)" in notes.profile_lines({"error": "boom"}, {}, results)[0]
+
+    # bf16: goal 3 is 2× HF under autocast (20/s: 32 rows in 800 ms), against the bfloat16 roof.
+    bf16 = dict(profile, casts_ms=60.0, kernel_casts_ms=45.0)
+    text = "\n".join(notes.profile_lines(bf16, {"bfloat16": {"gflops": 400.0}}, results, "mixed_bfloat16"))
+    assert 'our bf16 (`dtype="mixed_bfloat16"`) forward' in text
+    assert "(42% of the 400 GFLOP/s bfloat16 roof)" in text and "Goal 3 (2× HF's 20.0" in text
+    assert "in 800 ms" in text and "casts: 60 ms (the dense layers' float32 kernels read as bfloat16: 45 ms)" in text
 
 
 def test_the_profile_groups_ops_by_what_they_compute():
@@ -90,3 +99,13 @@ def test_the_profile_groups_ops_by_what_they_compute():
     assert profile.categorize("m/layer_0/attention_layer_norm/ArithmeticOptimizer/AddOpsRewrite_add_2",
                               "AddV2") == "layer norms"
     assert profile.categorize("bert_adamw/ResourceApplyAdam", "ResourceApplyAdam").startswith("optimizer")
+
+
+def test_the_profile_tells_the_dense_kernels_casts_from_the_activations():
+    from benchmarks.classification import profile
+
+    kernel = "bert_classifier_1/bert_backbone_1/transformer_layer_3_1/intermediate_1/Cast/Cast"
+    assert profile.KERNEL_CAST.search(kernel)
+    assert profile.KERNEL_CAST.search("m/transformer_layer_0/attention/query/Cast/Cast")
+    assert not profile.KERNEL_CAST.search("m/transformer_layer_3_1/output_layer_norm_1/Cast")
+    assert not profile.KERNEL_CAST.search("m/transformer_layer_3_1/Cast_2")
