@@ -125,7 +125,7 @@ def profile_lines(profile, roof, results, dtype="float32"):
         lines.append("The largest op types in \"other\": " + ", ".join(
             f"{kind} {ms:.0f} ms" for kind, ms in profile["other_ms"].items()) + ".")
         lines.append("")
-    if profile.get("casts_ms"):
+    if dtype != "float32" and "casts_ms" in profile:
         lines.append(f"Of the element-wise ops, casts: {profile['casts_ms']:.0f} ms (the dense layers' float32 "
                      f"kernels read as {roof_dtype}: {profile.get('kernel_casts_ms', 0):.0f} ms).")
         lines.append("")

@@ -73,6 +73,8 @@ def test_the_profile_names_the_time_of_each_kind_of_op_and_the_budget_goal_1_lea
     assert "run at 170 GFLOP/s (85% of the 200 GFLOP/s float32 roof)" in text
     assert f"at the roof they alone would take {1000 * dense_gflop / 200:.0f} ms. Goal 1 (3× HF's 10.0" in text
     assert "in 1067 ms" in text and "the other ops take 200 ms today" in text
+    assert "casts" not in "\n".join(notes.profile_lines(dict(profile, casts_ms=0.0, kernel_casts_ms=0.0),
+                                                         {"float32": {"gflops": 200.0}}, results))
     assert "not measured (boom)" in notes.profile_lines({"error": "boom"}, {}, results)[0]
 
     # bf16: goal 3 is 2× HF under autocast (20/s: 32 rows in 800 ms), against the bfloat16 roof.
