@@ -26,6 +26,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import urllib.error
 import urllib.request
 
 URL = ("https://files.pythonhosted.org/packages/95/f8/c019b3579df548a04cac12342cfcb878e50ddf6cfcd7fddba8cfc721c157/"
@@ -146,6 +147,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         paths = fetch(args.output, tarball=args.tarball, url=args.url, sha256=args.sha256, force=args.force)
+    except urllib.error.HTTPError as e:  # the registry's own words say why (an OSError too)
+        body = e.read(300).decode("utf-8", "replace").strip() if e.fp is not None else ""
+        print(f"fetch_bigbench_qa: {args.url} answered HTTP {e.code} ({body or e.reason}); nothing was written. "
+              "Give a local copy of the sdist with --tarball, or another --url.", file=sys.stderr)
+        return 1
     except (OSError, ValueError, tarfile.TarError) as e:
         print(f"fetch_bigbench_qa: {e}", file=sys.stderr)
         return 1

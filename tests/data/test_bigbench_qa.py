@@ -152,3 +152,30 @@ def test_real_quoref_and_disfl_qa_as_squad(tmp_path):
     assert first.contexts[0][first.answer_starts[0][0]:].startswith("Catherine Hickson, who was part")
     disfl_all = {q: a for s in ("train", "dev") for q, a in zip(data["disfl", s].ids, data["disfl", s].answers)}
     assert disfl_all["disfl_qa-00017"] == ["40 , 000"]  # the file's "40,000", as the tokenized context has it
+
+
+def test_a_registry_that_refuses_the_sdist_is_named_with_its_words_and_nothing_is_written(tmp_path, capsys):
+    import http.server
+    import threading
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"This package version is not available."
+            self.send_response(403)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/bigbench-1.0.0.tar.gz"
+        assert fetch.main(["--output", str(tmp_path / "out"), "--url", url]) == 1
+    finally:
+        server.shutdown()
+    err = capsys.readouterr().err
+    assert f"{url} answered HTTP 403 (This package version is not available.); nothing was written" in err
+    assert os.listdir(tmp_path / "out") == []
