@@ -30,12 +30,11 @@ def set_scatter_real_tokens(enabled):
     """Puts the real tokens back into the padded layout by `ops.scatter` (TensorFlow's `ScatterNd`,
     before `layers/real_tokens.py`) instead of by gathers; for the whole worker process, before its
     model is traced. The gradients are autodiff's (a gather's `IndexedSlices`, a scatter's gather)."""
+    if not enabled:
+        return
     from keras import ops  # lazy: workers only (start-up time)
 
     from keras_bert_zoo.layers import real_tokens  # lazy: workers only (start-up time)
-
-    if not enabled:
-        return
 
     def positions(padding_mask):
         flat = ops.reshape(padding_mask, (-1,))

@@ -28,6 +28,7 @@ import time
 
 from benchmarks import finetuning_accuracy
 from benchmarks._subprocess import run_config
+from benchmarks.classification.notes import dense_flops
 from benchmarks.common import cpu_description
 from benchmarks.finetuning_workers import BASE, WARMUP_STEPS
 from benchmarks.peak import measure_bandwidth, measure_roof
@@ -160,7 +161,7 @@ def run(args):
     results = measure(settings, tuple(c for c in configs if c not in skipped), once=once)
     results.update({name: [{"error": SKIPPED_WITHOUT_BF16[name]}] for name, *_ in skipped})
     padding = run_config(MODULE, "padding_stats", dict(rows=settings["rows"], batch_size=settings["batch_size"]))
-    machine = {"roof": measure_roof(quick=True)["float32"], "bandwidth": measure_bandwidth()}
+    machine = {"roof": measure_roof(quick=True, dtypes=("float32",))["float32"], "bandwidth": measure_bandwidth()}
     conditions = (f"load average (1, 5, 15 min) {' '.join(f'{v:.1f}' for v in load_before)} at the start, "
                   f"{' '.join(f'{v:.1f}' for v in os.getloadavg())} at the end, on {os.cpu_count()} cores shared "
                   f"with other jobs; the section took {time.perf_counter() - start:.0f} s")
@@ -241,11 +242,10 @@ def floor_line(results, batch_size, machine):
     if "rate" not in ours or "rate" not in hf or "gflops" not in roof or "gbs" not in bandwidth \
             or "trainable_params" not in data:
         return "Goal 4's floor: not measured."
-    hidden, intermediate, layers = BASE["hidden_dim"], BASE["intermediate_dim"], BASE["num_layers"]
-    # Forward 2·n·(4H² + 2HI) a layer on the real tokens; backward twice that (gradients of the
+    # The forward pass's dense FLOPs on the real tokens; backward twice that (gradients of the
     # inputs and of the kernels).
-    matmul_s = 3 * layers * 2 * data["mean_tokens"] * (4 * hidden**2 + 2 * hidden * intermediate) \
-        / (roof["gflops"] * 1e9)
+    forward = dense_flops(data["mean_tokens"], BASE["hidden_dim"], BASE["intermediate_dim"], BASE["num_layers"])
+    matmul_s = 3 * forward / (roof["gflops"] * 1e9)
     update_s = data["trainable_params"] * ADAM_BYTES / (bandwidth["gbs"] * 1e9) / batch_size
     floor_rate = 1 / (matmul_s + update_s)
     goal_rate = 2 * hf["rate"]

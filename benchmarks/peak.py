@@ -76,16 +76,16 @@ def measure_bandwidth():
     return run_config("benchmarks.peak", "memory_gbs", {}, timeout=300)
 
 
-def measure_roof(quick=False, n=2048):
-    """Measures the fp32 and bf16 matmul roof, each dtype in its own subprocess.
+def measure_roof(quick=False, n=2048, dtypes=DTYPES):
+    """Measures the matmul roof of each of `dtypes` (fp32 and bf16 by default), each in its own subprocess.
 
     Returns:
-        dict mapping `"float32"`/`"bfloat16"` to the worker's result (or `{"error": ...}`).
+        dict mapping each dtype (`"float32"`, `"bfloat16"`) to the worker's result (or `{"error": ...}`).
     """
     runs = 3 if quick else 5
     return {
         dtype: run_config("benchmarks.peak", "matmul_gflops", {"dtype": dtype, "n": n, "runs": runs}, timeout=600)
-        for dtype in DTYPES
+        for dtype in dtypes
     }
 
 

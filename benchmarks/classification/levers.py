@@ -30,17 +30,23 @@ import statistics
 from benchmarks._subprocess import time_runs
 
 
-def measure_scatter(preset, rows, throughput_rows, batch_size=32, runs=2):
-    """Worker: `as_is` with the real tokens put back by `ScatterNd` (sentences/s, median of `runs`)."""
+def _model_and_texts(preset, rows, throughput_rows):
+    """Our float32 classifier from `preset` (levers against float32, on every CPU) and the throughput rows."""
     import numpy as np
 
-    from benchmarks.common import set_scatter_real_tokens
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
-    set_scatter_real_tokens(True)
     model = BertClassifier.from_preset(preset, dtype="float32")
     with open(rows, encoding="utf-8") as f:
-        texts = np.asarray(json.load(f)["throughput"][:throughput_rows])
+        return model, np.asarray(json.load(f)["throughput"][:throughput_rows])
+
+
+def measure_scatter(preset, rows, throughput_rows, batch_size=32, runs=2):
+    """Worker: `as_is` with the real tokens put back by `ScatterNd` (sentences/s, median of `runs`)."""
+    from benchmarks.common import set_scatter_real_tokens
+
+    set_scatter_real_tokens(True)
+    model, texts = _model_and_texts(preset, rows, throughput_rows)
     times = time_runs(lambda: model.predict(texts, batch_size=batch_size, verbose=0), warmup=1, runs=runs)
     return {"rate": len(texts) / statistics.median(times)}
 
@@ -52,11 +58,8 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, set_skip_padding
     from keras_bert_zoo.utils.keras_internals import flatten_layers
     from keras_bert_zoo.models import task_inputs, task_predict
-    from keras_bert_zoo.models.bert_classifier import BertClassifier
 
-    model = BertClassifier.from_preset(preset, dtype="float32")  # levers against float32, on every CPU
-    with open(rows, encoding="utf-8") as f:
-        texts = np.asarray(json.load(f)["throughput"][:throughput_rows])
+    model, texts = _model_and_texts(preset, rows, throughput_rows)
     n = len(texts)
 
     def sorted_pass(prepare, count):
@@ -93,6 +96,7 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     for name, step in variants.items():
         times = time_runs(step, warmup=1, runs=runs)
         rates[name] = n / statistics.median(times)
+
     def batched_attention_up_to(length):
         for layer in flatten_layers(model):
             if isinstance(layer, TransformerEncoder):

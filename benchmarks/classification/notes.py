@@ -11,10 +11,14 @@ PEERS_ALL = PEERS_DEFAULT + ("keras-hub (sequence_length=128)", "HF pipeline (bf
 OURS_BEST = ("ours (bf16, opt-in)", "ours exported (float32)", "ours exported (bf16)")
 
 
+def dense_flops(tokens, hidden=HIDDEN, intermediate=INTERMEDIATE, layers=LAYERS):
+    """Forward FLOPs of the encoder's dense layers on `tokens` tokens (Q, K, V, output, FFN)."""
+    return layers * 2 * tokens * (4 * hidden * hidden + 2 * hidden * intermediate)
+
+
 def forward_flops(length, hidden=HIDDEN, intermediate=INTERMEDIATE, layers=LAYERS):
     """Forward FLOPs of one sequence of `length` pieces (dense + attention, ../shared/PERFORMANCE.md)."""
-    dense = 2 * length * (4 * hidden * hidden + 2 * hidden * intermediate)
-    return layers * (dense + 4 * length * length * hidden)
+    return dense_flops(length, hidden, intermediate, layers) + layers * 4 * length * length * hidden
 
 
 def _roof_dtype(name, result=None):
@@ -104,7 +108,7 @@ def profile_lines(profile, roof, results, dtype="float32"):
         return [f"Profile of the {label} forward: not measured ({(profile or {}).get('error', 'not run')[:300]})."]
     wall, cats = profile["wall_ms"], profile["categories_ms"]
     rows, tokens = profile["rows"], profile["real_tokens"]
-    dense_gflop = LAYERS * 2 * tokens * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * INTERMEDIATE) / 1e9
+    dense_gflop = dense_flops(tokens) / 1e9
     peak = roof.get(roof_dtype, {}).get("gflops")
     hf_rate = results.get(hf_name, {}).get("rate")
     dense_ms = sum(ms for name, ms in cats.items() if name.startswith("dense matmuls"))
