@@ -3,7 +3,8 @@
 `TransformerEncoder.skip_padding` runs its dense layers on the real tokens and its attention
 on the padded layout, so each layer moves rows between the two. Scattering rows into a zeroed
 padded tensor (`ops.scatter`, TensorFlow's `ScatterNd`) took about three times as long as
-gathering the same rows (`ops.take`) on the CPUs this project runs on (docs/benchmarks.md).
+gathering the same rows (`ops.take`) on the CPUs this project runs on
+(docs/measurements/2026-12-speed.md).
 So the way back is a gather too: every padded cell names its token's row, padding a zero row
 appended to the tokens. Each function's gradient is the other one (both are a permutation of
 rows, padding aside), so training's backward pass gathers as well instead of summing
