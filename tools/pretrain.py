@@ -70,6 +70,11 @@ def build_parser():
     p.add_argument("--learning-rate", type=float, default=1e-4)
     p.add_argument("--sequence-length", type=int, default=128)
     p.add_argument("--max-predictions", type=int, default=20)
+    p.add_argument("--masked-lm-prob", type=float, default=0.15, help="share of each sequence's tokens masked "
+                   "(text input; at most --max-predictions)")
+    p.add_argument("--whole-word-masking", action="store_true", help="mask all pieces of a chosen word (text input)")
+    p.add_argument("--no-bias-correction", action="store_true", help="the original's AdamW without Adam's bias "
+                   "correction (early updates 3-6x the rate: only with a long warm-up, as the paper's 10,000 steps)")
     p.add_argument("--phase2-steps", type=int, default=0,
                    help="steps of phase 2, counted inside --steps (0: one phase)")
     p.add_argument("--phase2-sequence-length", type=int,
@@ -109,7 +114,9 @@ def build_config(args):
         vocabulary=args.vocabulary, preset=args.preset, size=size, load_weights=args.load_weights,
         strategy=args.strategy, precision=args.precision or "float32", steps=args.steps, warmup_steps=args.warmup_steps,
         batch_size=args.batch_size, learning_rate=args.learning_rate, sequence_length=args.sequence_length,
-        max_predictions=args.max_predictions, save_every=args.save_every, log_dir=args.log_dir,
+        max_predictions=args.max_predictions, masked_lm_prob=args.masked_lm_prob,
+        whole_word_masking=args.whole_word_masking, bias_correction=not args.no_bias_correction,
+        save_every=args.save_every, log_dir=args.log_dir,
         eval_every=args.eval_every, eval_batches=args.eval_batches, eval_files=args.eval_files,
         seed=args.seed, progress=not args.no_progress, time_budget=args.time_budget,
         phase2_steps=args.phase2_steps, phase2_sequence_length=args.phase2_sequence_length,

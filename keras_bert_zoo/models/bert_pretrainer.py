@@ -8,6 +8,7 @@ from keras_bert_zoo.layers.masked_lm_head import MaskedLMHead
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.task import Task
 from keras_bert_zoo.presets import loading
+from keras_bert_zoo.presets.task import save_task_preset
 from keras_bert_zoo.training import losses
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay
 from keras_bert_zoo.weights import mapping
@@ -205,6 +206,7 @@ class BertPretrainer(Task):
         warmup_steps=10_000,
         total_steps=1_000_000,
         jit_compile="auto",
+        bias_correction=True,
         **kwargs,
     ):
         """Compiles with the paper's optimizer unless `optimizer` is given.
@@ -216,6 +218,10 @@ class BertPretrainer(Task):
             learning_rate: float. Peak learning rate for `"auto"`. Defaults to 1e-4.
             warmup_steps: int. Defaults to 10,000 (the paper).
             total_steps: int. Defaults to 1,000,000 (the paper).
+            bias_correction: bool. Adam's bias correction for `"auto"`. The original has
+                none, which is harmless after its 10,000 warm-up steps; with a short warm-up
+                its early updates are 3-6x the learning rate and small runs stall on the
+                unigram plateau (docs/demo.md). Defaults to True; False is the original.
             jit_compile: bool or `"auto"`. `"auto"` (default) is Keras' rule: XLA off on
                 CPU-only machines, where we measured it to be no faster (docs/benchmarks.md).
             **kwargs: other `keras.Model.compile` arguments. `loss` is refused: the
@@ -230,7 +236,7 @@ class BertPretrainer(Task):
         if optimizer == "auto":
             warmup_steps = min(warmup_steps, total_steps)
             schedule = LinearWarmupLinearDecay(learning_rate, warmup_steps, total_steps)
-            optimizer = BertAdamW(schedule)
+            optimizer = BertAdamW(schedule, bias_correction=bias_correction)
         super().compile(optimizer=optimizer, jit_compile=jit_compile, **kwargs)
 
     def compile_from_config(self, config):
@@ -278,9 +284,9 @@ class BertPretrainer(Task):
             loading.load_pretrainer_weights(pretrainer, preset, verify=verify)
         return pretrainer
 
-    def save_to_preset(self, directory, vocabulary=None):
+    def save_to_preset(self, directory, vocabulary=None, pretraining=None):
         """Writes the pretrainer as a preset: the backbone, the MLM (and NSP) head, the
-        vocabulary and the task's settings (`nsp`, `objective`).
+        vocabulary, the task's settings (`nsp`, `objective`) and how it was pretrained.
 
         `BertPretrainer.from_preset(directory)` loads backbone and heads back; any task's
         `from_preset` takes its backbone (and vocabulary) from it.
@@ -289,11 +295,16 @@ class BertPretrainer(Task):
             directory: str. Created or replaced, atomically.
             vocabulary: path to `vocab.txt`, a list of tokens, a tokenizer with
                 `get_vocabulary()`, or None (the preprocessor's tokenizer's, if any).
+            pretraining: dict or None. Facts of the run (`run_pretraining` writes
+                `sequence_length`, the longest it trained at, `steps`, masking); `nsp` is
+                always recorded. A task built from the preset defaults to that length
+                and, without NSP, to a head that does not read the untrained pooler.
 
         Returns:
             The directory.
         """
-        return super().save_to_preset(directory, vocabulary=vocabulary)
+        facts = dict(pretraining or {}, nsp=self.nsp, objective=self.objective)
+        return save_task_preset(self, directory, vocabulary=vocabulary, pretraining=facts)
 
 
 def _check_targets(y, keys):

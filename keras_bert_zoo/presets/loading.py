@@ -249,7 +249,7 @@ def model_tensors(model):
 
 
 def read_task_config(preset):
-    """The `task`, `preprocessor` and `lowercase` fields of a task saved by
+    """The `task`, `preprocessor`, `lowercase` and `pretraining` fields of a task saved by
     `Task.save_to_preset`; for an HF `BertFor…` folder or a keras-hub `BertTextClassifier`
     preset the same fields from their files (`task_heads`; the task then has a `source`);
     `{}` for any other preset (Google's, a backbone)."""
@@ -261,7 +261,7 @@ def read_task_config(preset):
     if layout != "keras_bert_zoo":
         return {}
     config = preset_format.read_preset_config(directory)
-    return {key: config[key] for key in ("task", "preprocessor", "lowercase") if key in config}
+    return {key: config[key] for key in ("task", "preprocessor", "lowercase", "pretraining") if key in config}
 
 
 def backbone_config(backbone):

@@ -3,6 +3,7 @@ the task's config, the preprocessor's settings and casing beside the weights, an
 from the checkpoint where it has one."""
 
 import inspect
+import logging
 
 import keras
 
@@ -10,9 +11,15 @@ from keras_bert_zoo.utils import quantization
 from keras_bert_zoo.presets import loading, preset_format, sources, task_heads
 from keras_bert_zoo.weights import mapping
 
+logger = logging.getLogger("keras_bert_zoo.models")
 
-def save_task_preset(task, directory, vocabulary=None):
+
+def save_task_preset(task, directory, vocabulary=None, pretraining=None):
     """Writes `task` as a preset (see `Task.save_to_preset`).
+
+    `pretraining` (a dict, `BertPretrainer.save_to_preset`'s) records how the weights were
+    pretrained (`sequence_length`, `nsp`, steps, masking): a task built from the preset reads
+    it to default to the trained length and to a head that reads what was trained.
 
     `vocabulary` (a `vocab.txt` path, a token list or a tokenizer) is written when given,
     else the preprocessor's tokenizer's vocabulary (a task without one writes none).
@@ -20,6 +27,8 @@ def save_task_preset(task, directory, vocabulary=None):
     (`task.quantization`); `from_preset` quantises them again, which gives back the
     same int8 kernels."""
     extra = {"task": {"class_name": type(task).__name__, "config": task.task_config()}}
+    if pretraining:
+        extra["pretraining"] = dict(pretraining)
     tokenizer = getattr(task.preprocessor, "tokenizer", None)
     if task.preprocessor is not None:
         extra["preprocessor"] = preprocessor_settings(task.preprocessor)
@@ -73,15 +82,13 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
             task_kwargs.setdefault(key, value)
     for key, value in cls.preset_defaults.items():
         task_kwargs.setdefault(key, value)
+    pretrained = dict(saved.get("pretraining") or {})
+    if task.get("class_name") == "BertPretrainer":  # presets written before the record
+        pretrained.setdefault("nsp", task.get("config", {}).get("nsp", True))
+    if task.get("class_name") != cls.__name__:
+        task_kwargs.update(_head_for_pretraining(cls, pretrained, explicit))
     backbone = cls.backbone_cls.from_preset(preset, load_weights=False, **kwargs)
-    length = sequence_length or stored.get("sequence_length")
-    if length is None:
-        length = min(cls.default_sequence_length, backbone.max_sequence_length)
-    if length > backbone.max_sequence_length:
-        raise ValueError(
-            f"`sequence_length` must be at most the backbone's max_sequence_length="
-            f"{backbone.max_sequence_length}. Received: sequence_length={length}."
-        )
+    length = _sequence_length(cls, backbone, sequence_length or stored.get("sequence_length"), pretrained)
     preprocessor = cls.preprocessor_cls.from_preset(preset, sequence_length=length, **settings)
     model = cls(backbone, preprocessor=preprocessor, **task_kwargs)
     if load_weights:
@@ -89,6 +96,40 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     if task.get("class_name") == cls.__name__ and task.get("quantization"):
         model.quantize(task["quantization"])
     return model
+
+
+def _head_for_pretraining(cls, pretrained, explicit):
+    """A task whose head can read the pooler or the tokens (`pooling`) reads the tokens' mean
+    when the preset's pooler was never trained (pretrained without next-sentence prediction)."""
+    if "pooling" not in inspect.signature(cls.__init__).parameters or explicit.get("pooling") is not None:
+        return {}
+    if pretrained.get("nsp", True):
+        return {}
+    logger.info("%s: the preset was pretrained without next-sentence prediction, so its pooler was never "
+                "trained; the head reads the mean of the tokens' vectors (pooling='mean'; pass "
+                "pooling='pooled_output' for the pooler).", cls.__name__)
+    return {"pooling": "mean"}
+
+
+def _sequence_length(cls, backbone, length, pretrained):
+    """The preprocessor's length: the one asked for, else the class default capped by the
+    backbone's position table and the length the preset was pretrained at."""
+    trained = pretrained.get("sequence_length")
+    if length is None:
+        length = min(cls.default_sequence_length, backbone.max_sequence_length)
+        if trained and trained < length:
+            logger.info("%s: sequence_length=%d, the length the preset was pretrained at (positions beyond "
+                        "it were never trained); pass sequence_length= to change it.", cls.__name__, trained)
+            length = trained
+    if length > backbone.max_sequence_length:
+        raise ValueError(
+            f"`sequence_length` must be at most the backbone's max_sequence_length="
+            f"{backbone.max_sequence_length}. Received: sequence_length={length}."
+        )
+    if trained and length > trained:
+        logger.warning("%s: sequence_length=%d, but the preset was pretrained at length %d: position "
+                       "embeddings %d-%d were never trained.", cls.__name__, length, trained, trained, length - 1)
+    return length
 
 
 def _foreign_casing(preset, settings):

@@ -6,6 +6,7 @@ setting fails before anything is built, read or written.
 """
 
 import dataclasses
+import logging
 import numbers
 import os
 
@@ -58,8 +59,13 @@ class PretrainingConfig:
     warmup_steps: int = 100  # linear learning-rate warm-up
     batch_size: int = 32  # global batch size (summed over replicas)
     learning_rate: float = 1e-4  # peak learning rate
+    # Adam's bias correction (the original has none: harmless after its 10,000 warm-up steps,
+    # but in a short run the early updates are 3-6x the rate and training stalls)
+    bias_correction: bool = True
     sequence_length: int = 128  # text input, phase 1
     max_predictions: int = 20  # masked positions per sequence, text input, phase 1
+    masked_lm_prob: float = 0.15  # share of each sequence's tokens masked (text input; capped by max_predictions)
+    whole_word_masking: bool = False  # mask every piece of a chosen word together (text input)
     save_every: int = 100  # checkpoint interval in steps
     log_dir: str = None  # TensorBoard logs (training and held-out) at global steps
     eval_every: int = 0  # held-out MLM/NSP accuracy every N global steps (0: never)
@@ -90,6 +96,7 @@ class PretrainingConfig:
         if self.preset is None and not self.size:
             raise ValueError(f"Give a `preset` or a `size` dict with {SIZE_KEYS}.")
         self._check_numbers()
+        self._check_masking()
         self._check_objective()
         self._check_phase2()
         self._check_custom_size()
@@ -123,6 +130,24 @@ class PretrainingConfig:
         if budget is not None and (not isinstance(budget, numbers.Real) or isinstance(budget, bool) or budget <= 0):
             raise ValueError("`time_budget` is seconds of training (> 0) or None (stop at `steps` only). "
                              f"Received: time_budget={budget!r}.")
+
+    def _check_masking(self):
+        prob = self.masked_lm_prob
+        if not isinstance(prob, float) or not 0.0 < prob < 1.0:
+            raise ValueError(f"`masked_lm_prob` must be a float in (0, 1). Received: masked_lm_prob={prob!r}.")
+        if not isinstance(self.whole_word_masking, bool) or not isinstance(self.bias_correction, bool):
+            raise ValueError("`whole_word_masking` and `bias_correction` are booleans. Received: "
+                             f"whole_word_masking={self.whole_word_masking!r}, bias_correction={self.bias_correction!r}.")
+        if self.tfrecords is not None and (prob != 0.15 or self.whole_word_masking):
+            raise ValueError("TFRecords hold their masks already (written by create_pretraining_data), so the "
+                             f"masking settings cannot apply. Received: masked_lm_prob={prob!r}, "
+                             f"whole_word_masking={self.whole_word_masking!r}. Drop them, or pass text (train_files).")
+        if self.tfrecords is None and round(prob * self.sequence_length) > self.max_predictions:
+            logging.getLogger("keras_bert_zoo.training").warning(
+                "masked_lm_prob=%g of sequence_length=%d is %d tokens, more than max_predictions=%d: every "
+                "full sequence masks only %d. Raise max_predictions to mask the share asked for.",
+                prob, self.sequence_length, round(prob * self.sequence_length), self.max_predictions,
+                self.max_predictions)
 
     def _check_objective(self):
         if self.objective not in OBJECTIVES:

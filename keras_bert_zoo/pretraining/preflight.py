@@ -21,8 +21,9 @@ SETTINGS_FILE = "run_settings.json"
 # shapes and the data pipeline's (others, such as `steps` or `learning_rate`, may change).
 BACKBONE_SETTINGS = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
                      "max_sequence_length")
-RUN_SETTINGS = ("nsp", "objective", "precision", "batch_size", "phase2_steps", "phase2_batch_size")
-TEXT_SETTINGS = ("sequence_length", "max_predictions", "phase2_sequence_length", "phase2_max_predictions")
+RUN_SETTINGS = ("nsp", "objective", "precision", "batch_size", "phase2_steps", "phase2_batch_size", "bias_correction")
+TEXT_SETTINGS = ("sequence_length", "max_predictions", "phase2_sequence_length", "phase2_max_predictions",
+                 "masked_lm_prob", "whole_word_masking")
 
 
 def _flag(name):

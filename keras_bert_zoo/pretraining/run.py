@@ -73,7 +73,7 @@ def _build_model(config, vocabulary_size):
         heads = load_pretrainer_weights(model, config.preset)["heads"]  # logs a head it lacks
         logger.info("Started from %s: backbone + heads %s (others random).", config.preset, heads)
     model.compile(learning_rate=config.learning_rate, warmup_steps=max(1, config.warmup_steps),
-                  total_steps=config.steps)
+                  total_steps=config.steps, bias_correction=config.bias_correction)
     return model, heads
 
 
@@ -88,14 +88,15 @@ def _drop_masking(x, y):
     return x, y
 
 
-def _read(config, tokenizer, phase, batch, files=None, seed=None, num_epochs=None, drop_remainder=True):
-    """The phase's pretraining batches (text made on the fly, or TFRecords)."""
+def read_batches(config, tokenizer, phase, batch, files=None, seed=None, num_epochs=None, drop_remainder=True):
+    """The phase's pretraining batches (text made on the fly with the config's masking, or TFRecords)."""
     seed = phase["seed"] if seed is None else seed
     if config.train_files is not None or files is not None:
         return pretraining_dataset(files or config.train_files, tokenizer, batch,
                                    sequence_length=phase["sequence_length"],
                                    max_predictions=phase["max_predictions"], seed=seed, num_epochs=num_epochs,
-                                   drop_remainder=drop_remainder)
+                                   drop_remainder=drop_remainder, masked_lm_prob=config.masked_lm_prob,
+                                   whole_word_masking=config.whole_word_masking)
 
     return read_pretraining_tfrecords(phase["tfrecords"], batch, shuffle=True, seed=seed, num_epochs=num_epochs,
                                       drop_remainder=drop_remainder)
@@ -103,7 +104,7 @@ def _read(config, tokenizer, phase, batch, files=None, seed=None, num_epochs=Non
 
 def _make_dataset_fn(config, tokenizer, phase, through_service=False):
     def dataset_fn(index, count, batch, files=None, seed=phase["seed"]):
-        ds = _read(config, tokenizer, phase, batch, files=files, seed=seed)
+        ds = read_batches(config, tokenizer, phase, batch, files=files, seed=seed)
         if config.objective == "ltr":
             ds = ds.map(_drop_masking)
         if through_service:
@@ -181,6 +182,17 @@ def _run_phases(config, model, tokenizer, phases, evaluate, baselines, callbacks
     return phase["offset"] + result["step"], resumed_from, history, False
 
 
+def pretraining_record(config, phases, step):
+    """What the saved preset records of the run: the longest length it trained at (a task built
+    from it defaults to that), the steps, the masking and the optimizer's peak rate."""
+    record = {"sequence_length": max(p["sequence_length"] for p in phases if p["offset"] < step),
+              "steps": int(step), "batch_size": config.batch_size, "learning_rate": config.learning_rate,
+              "bias_correction": config.bias_correction}
+    if config.train_files is not None:
+        record.update(masked_lm_prob=config.masked_lm_prob, whole_word_masking=config.whole_word_masking)
+    return record
+
+
 def run_pretraining(config, callbacks=()):
     """Pretrains BERT (MLM + NSP) with `model.fit`, resumably, in one or two phases; writes a preset.
 
@@ -218,7 +230,7 @@ def run_pretraining(config, callbacks=()):
     preflight.check_run_settings(config, vocabulary_size)
 
     def one_pass(phase, batch):
-        return _read(config, tokenizer, phase, batch, num_epochs=1, drop_remainder=False)
+        return read_batches(config, tokenizer, phase, batch, num_epochs=1, drop_remainder=False)
 
     sample = preflight.check_corpus(config, phases, one_pass, sample_batches=8 if config.eval_every else 1)
     evaluate, baselines, held_out_batches = _evaluation(config, tokenizer, phases, sample)
@@ -230,7 +242,8 @@ def run_pretraining(config, callbacks=()):
     step, resumed_from, history, stopped = _run_phases(config, model, tokenizer, phases, evaluate, baselines,
                                                        callbacks)
     if is_chief(dist):
-        model.save_to_preset(os.fspath(config.output_dir), vocabulary=vocab_path)
+        model.save_to_preset(os.fspath(config.output_dir), vocabulary=vocab_path,
+                             pretraining=pretraining_record(config, phases, step))
     return {"step": step, "resumed_from": resumed_from, "output_dir": config.output_dir, "held_out": history,
             "baselines": baselines, "held_out_batches": held_out_batches, "stopped_early": stopped,
             "heads_loaded": heads, "phases": phases, "model": model}

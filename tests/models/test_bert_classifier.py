@@ -270,3 +270,53 @@ def test_pairs_as_a_dict_of_named_columns_equal_the_tuple():
     np.testing.assert_allclose(single, task.predict(SENTENCES[:3], verbose=0), atol=1e-6)
     with pytest.raises(TypeError, match=r"columns of one of these layouts.*Received a dict with keys \['a', 'b'\]"):
         task.predict({"a": SENTENCES[:3], "b": SECONDS[:3]}, verbose=0)
+
+
+def test_mean_pooling_head_reads_the_mean_of_the_real_tokens_and_round_trips(tmp_path):
+    task = tiny_classifier(pooling="mean")
+    ids = task.preprocessor(SENTENCES[:3])
+    outputs = task.backbone(ids)
+    mask = np.asarray(ids["padding_mask"], "float32")[:, :, None]
+    mean = (np.asarray(outputs["sequence_output"]) * mask).sum(1) / mask.sum(1)
+    dense = task.output_dense
+    expected = mean @ np.asarray(dense.kernel) + np.asarray(dense.bias)
+    np.testing.assert_allclose(task.predict(SENTENCES[:3], verbose=0), expected, atol=1e-5)
+    assert not task.backbone.get_layer("pooled_dense").trainable  # unused, so frozen
+    task.fit(SENTENCES, np.array([0, 1, 0, 1, 1, 0]), epochs=1, verbose=0)
+    task.save_to_preset(str(tmp_path / "preset"))
+    again = BertClassifier.from_preset(str(tmp_path / "preset"))
+    assert again.pooling == "mean"
+    np.testing.assert_allclose(again.predict(SENTENCES, verbose=0), task.predict(SENTENCES, verbose=0), atol=1e-5)
+
+
+def _pretrained_preset(directory, nsp, sequence_length):
+    from keras_bert_zoo.models.bert_backbone import BertBackbone
+    from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
+
+    pretrainer = BertPretrainer(BertBackbone.from_preset(FIXTURE), nsp=nsp)
+    vocabulary = os.path.join(FIXTURE, "vocab.txt")
+    return pretrainer.save_to_preset(str(directory), vocabulary=vocabulary,
+                                     pretraining={"sequence_length": sequence_length, "steps": 10})
+
+
+@pytest.mark.parametrize("nsp, expected", [(False, "mean"), (True, "pooled_output")])
+def test_a_preset_pretrained_without_nsp_gets_a_head_that_reads_the_tokens(tmp_path, caplog, nsp, expected):
+    preset = _pretrained_preset(tmp_path / "preset", nsp, sequence_length=12)
+    with caplog.at_level(logging.INFO, logger="keras_bert_zoo.models"):
+        task = BertClassifier.from_preset(preset, num_classes=2)
+    assert task.pooling == expected
+    assert ("pooler was never trained" in caplog.text) == (not nsp)
+    # The caller's choice wins, and a saved classifier keeps its own.
+    assert BertClassifier.from_preset(preset, num_classes=2, pooling="pooled_output").pooling == "pooled_output"
+    assert BertClassifier.from_preset(preset, num_classes=2, load_weights=False).pooling == expected
+
+
+def test_the_trained_length_is_the_default_and_a_longer_one_is_named(tmp_path, caplog):
+    preset = _pretrained_preset(tmp_path / "preset", nsp=True, sequence_length=12)
+    with caplog.at_level(logging.INFO, logger="keras_bert_zoo.models"):
+        assert BertClassifier.from_preset(preset, num_classes=2).preprocessor.sequence_length == 12
+    assert "the length the preset was pretrained at" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="keras_bert_zoo.models"):
+        assert BertClassifier.from_preset(preset, num_classes=2, sequence_length=20).preprocessor.sequence_length == 20
+    assert "position embeddings 12-19 were never trained" in caplog.text

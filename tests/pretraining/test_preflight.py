@@ -124,6 +124,8 @@ def test_r45_time_budget_then_resume_with_changed_settings_names_the_flag(tmp_pa
             run_pretraining(bigger)
         with pytest.raises(ValueError, match=r"sequence_length \(--sequence-length\): 16 -> 8"):
             run_pretraining(dataclasses.replace(config, sequence_length=8))
+        with pytest.raises(ValueError, match=r"masked_lm_prob \(--masked-lm-prob\): 0.15 -> 0.3"):
+            run_pretraining(dataclasses.replace(config, masked_lm_prob=0.3))
     # ... and the same run continues, with other steps, learning rate and no budget.
     again = run_pretraining(dataclasses.replace(config, time_budget=None, steps=2, learning_rate=5e-4))
     assert again["resumed_from"] == 1 and again["step"] == 2 and not again["stopped_early"]
