@@ -12,6 +12,7 @@ from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.presets.task import (
     keras_config, save_task_preset, task_from_keras_config, task_from_preset)
 from keras_bert_zoo.models.task_compiling import DEFAULT_LEARNING_RATE, DEFAULT_WARMUP_RATIO, TaskCompiling
+from keras_bert_zoo.models.task_input_checks import TaskInputChecks
 from keras_bert_zoo.models.task_predicting import TaskPredicting
 from keras_bert_zoo.models.task_raw_text import RawTextInputs
 from keras_bert_zoo.models.task_summary import TaskSummary
@@ -21,7 +22,7 @@ from keras_bert_zoo.training.replica_steps import batchwise, fit_on_workers, pla
 from keras_bert_zoo.utils import keras_internals, quantization
 
 
-class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Model):
+class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputChecks, keras.Model):
     """A backbone plus a task head that owns its loss, metrics, default `compile()` and presets.
 
     `fit`, `evaluate` and `predict` take raw text: a list or NumPy array of strings,
@@ -30,7 +31,10 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Mode
     `tf.data` pipeline, with batches padded to their longest row, not to
     `sequence_length`. `predict` sorts in-memory rows by length and returns outputs in
     the input order. Packed ids (a dict with `token_ids`), or any input when
-    `task.preprocessor = None`, go to Keras unchanged. On a CPU, without XLA, the
+    `task.preprocessor = None`, go to Keras unchanged. In-memory inputs are checked before any
+    graph (`TaskInputChecks`): label names are mapped through `labels`, and texts that are not
+    strings, empty inputs, rows that disagree and labels the task does not know are refused in
+    one line naming the argument, the row and the fix. On a CPU, without XLA, the
     encoder's dense layers skip the padding (`TransformerEncoder.skip_padding`) at
     inference, and in `fit` too for a task whose loss reads only [CLS]
     (`trains_on_real_tokens`: the classifier and multiple choice).
@@ -114,6 +118,9 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Mode
                 f"Call `compile()` before `fit()`: this {type(self).__name__} is not compiled. "
                 "`task.compile()` with no arguments gives the paper's fine-tuning recipe (BertAdamW, "
                 f"peak learning rate {DEFAULT_LEARNING_RATE:g}, {DEFAULT_WARMUP_RATIO:.0%} warm-up then linear decay).")
+        x, y, sample_weight = self.checked_inputs(x, y, sample_weight, "fit")
+        if validation_data is not None:
+            validation_data = self.checked_validation(validation_data)
         raw = not isinstance(x, tf.data.Dataset) and not inputs_lib.is_packed(x) and self.preprocessor is not None
         if validation_split and raw:
             x, y, sample_weight, validation_data = inputs_lib.split_off(x, y, sample_weight, validation_split)
@@ -186,6 +193,7 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Mode
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate` on raw text or packed ids; same arguments."""
+        x, y, sample_weight = self.checked_inputs(x, y, sample_weight, "evaluate")
         prepared = self._prepare(x, y, sample_weight, batch_size)
         if prepared is not None:
             x, y, sample_weight, batch_size = prepared[0], None, None, None
