@@ -9,6 +9,7 @@ from keras_bert_zoo.layers.bert_attention import set_per_sequence_attention
 from keras_bert_zoo.layers.transformer_encoder import padded_encoders, set_skip_padding
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
+from keras_bert_zoo.presets.class_presets import ClassPresets
 from keras_bert_zoo.presets.task import (
     keras_config, save_task_preset, task_from_keras_config, task_from_preset)
 from keras_bert_zoo.models.task_compiling import DEFAULT_LEARNING_RATE, DEFAULT_WARMUP_RATIO, TaskCompiling
@@ -55,6 +56,7 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputC
     """
 
     backbone_cls = BertBackbone
+    presets = ClassPresets()  # {name: {"metadata": ...}} of the registry, as keras-hub's `Task.presets`
     preprocessor_cls = BertPreprocessor
     default_sequence_length = 128
     preset_defaults = {}  # task arguments `from_preset` uses when neither caller nor preset sets them
