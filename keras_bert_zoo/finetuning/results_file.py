@@ -17,16 +17,12 @@ which adds:
 """
 
 import dataclasses
-import importlib.metadata
 import os
-import platform
-
-import keras
-import tensorflow as tf
 
 from keras_bert_zoo.finetuning.config import flag
 from keras_bert_zoo.metrics.baselines import prediction_counts
 from keras_bert_zoo.utils.files import sha256_file
+from keras_bert_zoo.utils.versions import package_versions
 
 # What each time key of results.json measures (a kind records those it has).
 TIME_KEYS = {
@@ -40,16 +36,6 @@ TIME_KEYS = {
 LEVERS = (f"try more epochs ({flag('epochs')}), a smaller batch ({flag('batch_size')}) or a higher learning "
           f"rate ({flag('learning_rate')})")
 MOST_COMMON = 10  # distinct dev answers listed in "dev_predictions" (STS-B's scores are all distinct)
-
-
-def package_versions():
-    """`{"keras_bert_zoo", "tensorflow", "keras", "python"}` versions of this process."""
-    try:
-        ours = importlib.metadata.version("keras_bert_zoo")
-    except importlib.metadata.PackageNotFoundError:
-        ours = "not installed as a distribution (run from a source tree)"
-    return {"keras_bert_zoo": ours, "tensorflow": tf.__version__, "keras": keras.__version__,
-            "python": platform.python_version()}
 
 
 def file_record(config, name, unit, read, used=None, skipped=None, **more):
