@@ -45,6 +45,12 @@ Otherwise it writes D/results.json ({"task", "dev": {"accuracy", "f1", "matthews
 D/preset/ (reload with BertClassifier.from_preset(D/preset)) and GLUE's submission file
 (e.g. D/MRPC.tsv) when --test-file is given.
 
+Every run also writes D/tensorboard/ (TensorBoard logs: training loss, learning rate and dev
+metrics per epoch; `tensorboard --logdir D/tensorboard`), D/curves.png (the same as a figure, the
+baseline dashed) and the preset's model card, D/preset/README.md (the data files with rows and
+sha256, dev scores beside the baseline, precision, versions and the command). Each epoch's dev
+metrics are printed on a line of their own, with or without --no-progress.
+
 Any task with --export-dir E also writes E/: the fine-tuned task as a SavedModel that answers raw
 strings (what tools/export.py writes from D/preset, in the run's precision; GLUE's pair tasks take
 `text_a` and `text_b`), so serving it needs no second step.

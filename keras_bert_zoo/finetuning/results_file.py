@@ -4,7 +4,9 @@ A score alone cannot be reproduced or judged. Every kind's `results()` ends in `
 which adds:
 
 - `"config"`: every `FinetuningConfig` field as the run used it (defaults filled in, the
-  casing settled, the preset's dropout and SQuAD's window settings where the flag was left out);
+  casing settled, the preset's dropout and SQuAD's window settings where the flag was left out;
+  `export_dir` only once, as the top-level `"export_dir"`), and `"command"`: the
+  `tools/finetune.py` command that repeats it;
 - `"data"`: per data flag, the path, rows read and used, rows skipped (`--skip-malformed`)
   and the file's sha256 (a tfds split: its name and data directory);
 - `"baseline"`: what a model that learned nothing scores on the same dev rows, with the same
@@ -18,6 +20,7 @@ which adds:
 
 import dataclasses
 import os
+import shlex
 
 from keras_bert_zoo.finetuning.config import flag
 from keras_bert_zoo.metrics.baselines import prediction_counts
@@ -73,10 +76,27 @@ def one_class_warning(counts, unit="class"):
 
 def resolved_config(config, **resolved):
     """Every field of `config` as the run used it: `resolved` fills in what the task settled
-    (e.g. `lowercase`, the preset's `dropout`) where the field was left at None."""
+    (e.g. `lowercase`, the preset's `dropout`) where the field was left at None. `export_dir` is
+    not repeated here: results.json's `"export_dir"` says where the export went (absolute, the
+    version folder included)."""
     fields = dataclasses.asdict(config)
+    fields.pop("export_dir", None)
     fields.update({k: v for k, v in resolved.items() if fields.get(k) is None and v is not None})
     return fields
+
+
+def command_line(config):
+    """The `tools/finetune.py` command of `config`, every setting spelled out (the defaults the
+    run filled in included), as a model card and results.json record it."""
+    words = ["python", "tools/finetune.py"]
+    for name, value in dataclasses.asdict(config).items():
+        if name == "progress":
+            words += [] if value else ["--no-progress"]
+        elif isinstance(value, bool):
+            words += [flag(name)] if value else ([f"--no-{name}"] if name == "lowercase" else [])
+        elif value is not None:
+            words += [flag(name), str(value)]
+    return shlex.join(words)
 
 
 def run_record(results, config, data, baseline, predicted, unit="class", one_class=True, **resolved):
@@ -99,6 +119,7 @@ def run_record(results, config, data, baseline, predicted, unit="class", one_cla
     results = dict(results)
     results.update({
         "config": resolved_config(config, **resolved),
+        "command": command_line(config),
         "data": data,
         "baseline": baseline,
         "dev_predictions": {"count": sum(counts.values()), "distinct": len(counts),

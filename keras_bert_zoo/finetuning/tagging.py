@@ -133,15 +133,15 @@ class TaggingKind(TaskKind):
         features computed once. Returns the seconds spent training, the scoring's left out."""
         c = self.config
         x, y = self.train
-        self.callback = TaggingDevMetrics(task, self.dev[0], self.dev[1], c.batch_size,
-                                          report=print if c.progress else None)
+        # One line per epoch, with or without the progress bar (`run_callbacks` ends its line first).
+        self.callback = TaggingDevMetrics(task, self.dev[0], self.dev[1], c.batch_size, report=print)
+        callbacks = self.run_callbacks([self.callback])
         start = time.perf_counter()
         if c.feature_based:
             task.fit_cached(x, y, epochs=c.epochs, batch_size=c.batch_size, learning_rate=c.learning_rate,
-                            seed=c.seed, callbacks=[self.callback], verbose=self.verbose())
+                            seed=c.seed, callbacks=callbacks, verbose=self.verbose())
         else:
-            task.fit(x, y, batch_size=c.batch_size, epochs=c.epochs, callbacks=[self.callback],
-                     verbose=self.verbose())
+            task.fit(x, y, batch_size=c.batch_size, epochs=c.epochs, callbacks=callbacks, verbose=self.verbose())
         return time.perf_counter() - start - self.callback.seconds
 
     def evaluate(self, task):

@@ -60,7 +60,11 @@ def test_run_record_holds_the_resolved_config_data_baseline_versions_and_time_ke
     results = run_record({"dev": {"accuracy": 1.0}, "seconds": 9.0, "train_seconds": 5.0}, config, data,
                          baseline, ["negative"], lowercase=True, dropout=0.1)
     fields = {f.name for f in dataclasses.fields(FinetuningConfig)}
-    assert set(results["config"]) == fields
+    assert set(results["config"]) == fields - {"export_dir"}  # recorded once: results' own "export_dir"
+    assert results["command"] == (
+        f"python tools/finetune.py --task sst2 --train-file {train} --dev-file {dev} --preset some_preset "
+        "--output-dir out --epochs 3 --batch-size 32 --learning-rate 5e-05 --warmup-ratio 0.1 --sequence-length 128 "
+        "--seed 12345 --strategy auto --precision float32 --skip-malformed")
     assert (results["config"]["batch_size"], results["config"]["learning_rate"], results["config"]["epochs"],
             results["config"]["sequence_length"], results["config"]["seed"]) == (32, 5e-5, 3, 128, 12345)
     assert results["config"]["lowercase"] is True and results["config"]["dropout"] == 0.1  # resolved
