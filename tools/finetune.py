@@ -88,10 +88,11 @@ def build_parser():
     p.add_argument("--dev-mismatched-file", help="MNLI: dev_mismatched.tsv, scored too")
     p.add_argument("--preset", required=True, help="preset name, or our/Google/HF checkpoint directory")
     p.add_argument("--output-dir", required=True)
-    p.add_argument("--epochs", type=int, help="default 3 (conll2003: 5; --feature-based: 10)")
-    p.add_argument("--batch-size", type=int, help="global batch size; default 32 (conll2003: 16)")
-    p.add_argument("--learning-rate", type=float, help="peak learning rate; default 5e-5 (conll2003: 1e-4; "
-                   "--feature-based: 1e-3)")
+    p.add_argument("--epochs", type=int, help="default 3 (--feature-based: 10)")
+    p.add_argument("--batch-size", type=int, help="global batch size; default 32 (conll2003: the largest of 32, 16, 8 "
+                   "giving 375 steps over the training sentences, docs/ner.md)")
+    p.add_argument("--learning-rate", type=float, help="peak learning rate; default 5e-5 (conll2003: 5e-5 at batch "
+                   "32, else 1e-4; --feature-based: 1e-3)")
     p.add_argument("--warmup-ratio", type=float, help="linear warm-up share of the steps; default 0.1")
     p.add_argument("--dropout", type=float, help="dropout of the backbone and the task's head; default: the "
                    "preset's (BERT's 0.1)")

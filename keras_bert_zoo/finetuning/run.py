@@ -77,7 +77,7 @@ def run_finetuning(config, overwrite=False):
     claim_run_dir(plan)
     keras.utils.set_random_seed(config.seed)
     with get_strategy(config.strategy).scope():
-        task = kind.build(config.learning_rate)
+        task = kind.build(kind.config.learning_rate)  # the kind's: CoNLL's is picked from the data when read
     train_seconds = kind.fit(task)
     kind.score(task)
     os.makedirs(config.output_dir, exist_ok=True)

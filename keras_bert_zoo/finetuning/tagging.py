@@ -105,6 +105,9 @@ class TaggingKind(TaskKind):
             n = c.max_train_examples
             train = train._replace(words=train.words[:n], tags=train.tags[:n], document_ids=train.document_ids[:n])
             self.files["train_file"]["used"] = len(train.words)
+        self.config, note = c.for_training_rows(len(train.words))  # CoNLL's batch and rate from the data size
+        if note:
+            print(note, flush=True)
         self.labels = conll_labels(train.tags)
         if len(self.labels) < 2:
             raise ValueError(f"{flag('train_file')}: {c.train_file!r} has no entity tags (only 'O'); "
