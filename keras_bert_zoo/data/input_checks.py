@@ -88,39 +88,42 @@ def class_ids(y, num_classes, labels=None, argument="y", size_name="num_classes"
     Raises:
         ValueError: the first row that is no class of the task, naming it and the fix.
     """
-    values = _rows_of(y, argument, "one class per row")
+    values, shape = _rows_of(y, argument, "one class per row")
     if values.dtype.kind in "iu" and values.size:  # the common case, checked without a Python loop
         bad = np.flatnonzero((values < 0) | (values >= num_classes))
         if not len(bad):
-            return values.astype("int32")
+            return values.astype("int32").reshape(shape)
         row = int(bad[0])
         _class_id(values[row].item(), num_classes, size_name, labels, f"`{argument}` row {row}", task)
     return np.asarray([_class_id(v.item() if isinstance(v, np.generic) else v, num_classes, size_name, labels,
-                                 f"`{argument}` row {i}", task) for i, v in enumerate(values)], "int32")
+                                 f"`{argument}` row {i}", task) for i, v in enumerate(values)], "int32").reshape(shape)
 
 
 def scores(y, argument="y", task="task"):
     """Regression targets (one finite number per row) as float32 (rows,)."""
-    values = _rows_of(y, argument, "one score per row")
+    values, shape = _rows_of(y, argument, "one score per row")
     for i, value in enumerate(values):
         value = value.item() if isinstance(value, np.generic) else value
         if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
             raise ValueError(f"`{argument}` row {i} is {_describe(value)}, not a score: this {task} is a regression "
                              "(num_classes=1) and takes one finite number per row. Pass scores, or build it with "
                              "num_classes=2 or more for classes.")
-    return values.astype("float32")
+    return values.astype("float32").reshape(shape)
 
 
 def _rows_of(y, argument, what):
+    """`(values, shape)`: `y` as one value per row (a (rows, 1) column flattened) and its shape,
+    which the checked array keeps."""
     values = np.asarray(y, dtype=object if _ragged(y) else None)
     if values.dtype.kind in "US" and not isinstance(y, np.ndarray):
         values = np.asarray(y, dtype=object)  # NumPy turned a list's numbers into strings: keep each as given
+    shape = values.shape
     if values.ndim == 2 and values.shape[1] == 1:
         values = values[:, 0]
     if values.ndim != 1:
         raise ValueError(f"`{argument}` must hold {what}: shape (rows,). Received shape {values.shape}. Pass one "
                          "target per row of `x`.")
-    return values
+    return values, shape
 
 
 def _ragged(y):
@@ -137,10 +140,10 @@ def word_label_ids(y, word_counts, num_classes, labels=None, argument="y", task=
     Raises:
         ValueError: a row with fewer labels than words, or a label that is no class.
     """
-    rows = list(y) if not isinstance(y, np.ndarray) or y.ndim >= 2 else [y]
-    if isinstance(y, np.ndarray) and y.ndim != 2:
+    if isinstance(y, np.ndarray) and not (y.ndim == 2 or (y.ndim == 1 and y.dtype == object)):
         raise ValueError(f"`{argument}` must hold a list of word labels per sentence (or rows padded after "
                          f"each sentence's words). Received shape {y.shape}.")
+    rows = list(y)
     width = max([int(n) for n in word_counts] + [1])
     out = np.full((len(rows), width), -1, "int32")
     for i, (row, words) in enumerate(zip(rows, word_counts)):

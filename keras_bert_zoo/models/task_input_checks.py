@@ -47,6 +47,10 @@ class TaskInputChecks:
         """
         if x is None or isinstance(x, tf.data.Dataset):
             return x, y, sample_weight
+        if isinstance(y, tf.RaggedTensor):  # word labels as ragged rows: checked as lists
+            y = y.to_list()
+        elif tf.is_tensor(y) and tf.executing_eagerly():
+            y = y.numpy()
         columns = None
         if self.preprocessor is not None and not inputs_lib.is_packed(x):
             columns = keras.tree.flatten(inputs_lib.as_columns(x, keep_items=True))

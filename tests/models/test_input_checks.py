@@ -6,6 +6,7 @@ fix, with nothing trained. The file readers give the same answer (one implementa
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert_zoo.data.conll import encode_tags
 from keras_bert_zoo.data.glue import read_glue
@@ -120,6 +121,8 @@ def test_token_labels_take_tag_names_and_one_label_per_word():
     assert refused(tagger, "fit", TEXTS, np.array([[0, 1, 7], [0, 0, -1]])) == (
         "`y` row 0, word 2: class id 7 is outside 0..2 (num_classes=3). Pass ids 0..2, or build the task with "
         "num_classes=8 or more.")
+    assert refused(tagger, "fit", TEXTS, tf.ragged.constant([[0, 1, 2], [0, 9]])).startswith(
+        "`y` row 1, word 1: class id 9 is outside 0..2")  # ragged rows, as the preprocessor takes them
     assert refused(tagger, "fit", TEXTS, [["O", "B-X", "B-Y"], ["O", "O"]]).startswith(
         "`y` row 0, word 2: label 'B-Y' is not one of ['O', 'B-X', 'I-X'].")
     with pytest.raises(ValueError, match=r"^`x` row 0 is 3 \(int\), not a string"):
@@ -150,11 +153,19 @@ def test_choices_and_spans_are_checked_against_the_task():
 
 
 def test_the_readers_answer_a_bad_label_as_fit_does(tmp_path):
+    from tools import finetune
+
     path = tmp_path / "train.tsv"
     path.write_text("sentence\tlabel\nw1 w2\t1\nw3\tpositive\n", encoding="utf-8")
     with pytest.raises(ValueError) as from_file:
         read_glue("sst2", str(path))
     assert str(from_file.value) == f"{path}, line 3, column 2 ('label'): label 'positive' is not one of ['0', '1']."
+    out = tmp_path / "run"
+    with pytest.raises(ValueError) as from_tool:  # tools/finetune.py prints it as one `error:` line, exit 2
+        finetune.main(["--task", "sst2", "--train-file", str(path), "--dev-file", str(path), "--preset", FIXTURE,
+                       "--output-dir", str(out), "--no-progress"])
+    assert str(from_tool.value) == f"--train-file: {from_file.value}"
+    assert not out.exists()  # refused before anything was built or written
     with pytest.raises(ValueError) as from_tags:
         encode_tags([["O", "B-PER"], ["B-LOC"]], ["O", "B-PER", "I-PER"])
     assert str(from_tags.value) == (
