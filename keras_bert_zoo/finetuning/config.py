@@ -206,10 +206,11 @@ class FinetuningConfig:
         learning_rate = self.learning_rate if self.learning_rate is not None else learning_rate
         picked = dataclasses.replace(self, batch_size=batch_size, learning_rate=learning_rate)
         steps = -(-rows // batch_size) * self.epochs
-        return picked, (f"recipe: batch {batch_size}, peak learning rate {learning_rate:g} for {rows} training "
-                        f"sentences x {self.epochs} epochs ({steps} steps): the largest batch of {NER_BATCHES} with "
-                        f"at least {NER_MIN_STEPS} steps, 5e-05 at batch 32, else 1e-4 (docs/ner.md; "
-                        f"{flag('batch_size')} and {flag('learning_rate')} set them)")
+        rate = f"{learning_rate:.0e}".replace("e-0", "e-")  # 1e-4, as the rule below writes it
+        return picked, (f"recipe: batch {batch_size}, peak learning rate {rate} for {rows} training sentences x "
+                        f"{self.epochs} epochs ({steps} steps): the largest batch of {', '.join(map(str, NER_BATCHES))} with at least "
+                        f"{NER_MIN_STEPS} steps, 5e-5 at batch 32, else 1e-4 (docs/ner.md; {flag('batch_size')} "
+                        f"and {flag('learning_rate')} set them)")
 
     def _check_int(self, name, minimum):
         value = getattr(self, name)

@@ -8,7 +8,7 @@ what differs is a kind's, one file per family (`glue.py`, `squad.py`, `tagging.p
 - `objectives`: the dev metrics its `evaluate` returns, and `objective_for(task)`, the paper's
   official one (the search's default);
 - `read()`: the training `(x, y)` for `task.fit` (kept as `self.train`) and the dev set
-  (`self.dev`);
+  (`self.dev`); `settle_recipe()`, in a run, what the recipe takes from the data read;
 - `build(learning_rate, seed)`: the compiled task from the preset, *without* entering a
   distribution strategy (the caller does: `run_finetuning` its own, the search keras-tuner's);
 - `fit(task)`: the run's training (and per-epoch dev scoring); returns the training seconds;
@@ -169,6 +169,10 @@ class TaskKind:
     def read(self):
         """Reads the training and dev data; returns `(self.train, self.dev)`."""
         raise NotImplementedError
+
+    def settle_recipe(self):
+        """After `read`, in a run (not a search, whose trials set their own): fills in what the
+        recipe takes from the data (CoNLL's batch and learning rate). Nothing here."""
 
     def build(self, learning_rate, seed=None):
         """The compiled task (no distribution strategy entered here)."""

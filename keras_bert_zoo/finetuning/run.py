@@ -74,10 +74,11 @@ def run_finetuning(config, overwrite=False):
     kind = task_kind(config, *check_preset(config))
     kind.export_path, kind.export_overwrite = plan.pop("export_path"), overwrite
     kind.read()
+    kind.settle_recipe()
     claim_run_dir(plan)
     keras.utils.set_random_seed(config.seed)
     with get_strategy(config.strategy).scope():
-        task = kind.build(kind.config.learning_rate)  # the kind's: CoNLL's is picked from the data when read
+        task = kind.build(kind.config.learning_rate)  # the kind's: CoNLL's is settled from the data read
     train_seconds = kind.fit(task)
     kind.score(task)
     os.makedirs(config.output_dir, exist_ok=True)

@@ -105,9 +105,6 @@ class TaggingKind(TaskKind):
             n = c.max_train_examples
             train = train._replace(words=train.words[:n], tags=train.tags[:n], document_ids=train.document_ids[:n])
             self.files["train_file"]["used"] = len(train.words)
-        self.config, note = c.for_training_rows(len(train.words))  # CoNLL's batch and rate from the data size
-        if note:
-            print(note, flush=True)
         self.labels = conll_labels(train.tags)
         if len(self.labels) < 2:
             raise ValueError(f"{flag('train_file')}: {c.train_file!r} has no entity tags (only 'O'); "
@@ -116,6 +113,13 @@ class TaggingKind(TaskKind):
         self.train = conll_inputs(train, self.labels)
         self.dev = (conll_inputs(dev)[0], dev.tags)
         return self.train, self.dev
+
+    def settle_recipe(self):
+        """Fills in the batch size and learning rate a fine-tuning run left out, from the training
+        sentences read (`FinetuningConfig.for_training_rows`), and prints the line that says so."""
+        self.config, note = self.config.for_training_rows(len(self.train_data.words))
+        if note:
+            print(note, flush=True)
 
     def build(self, learning_rate, seed=None):
         c = self.config

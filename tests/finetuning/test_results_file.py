@@ -98,8 +98,9 @@ def test_conll_picks_batch_and_learning_rate_from_the_training_sentences(files):
         (8, 1e-4), (16, 1e-4), (32, 5e-5), (32, 5e-5), (8, 1e-4)]
     picked, note = conll.for_training_rows(1000)
     assert (picked.epochs, picked.batch_size, picked.learning_rate) == (3, 8, 1e-4)
-    assert note.startswith("recipe: batch 8, peak learning rate 0.0001 for 1000 training sentences x 3 epochs "
-                           "(375 steps): the largest batch of (32, 16, 8) with at least 375 steps")
+    assert note == ("recipe: batch 8, peak learning rate 1e-4 for 1000 training sentences x 3 epochs (375 steps): "
+                    "the largest batch of 32, 16, 8 with at least 375 steps, 5e-5 at batch 32, else 1e-4 "
+                    "(docs/ner.md; --batch-size and --learning-rate set them)")
     assert conll.for_training_rows(2000)[0].batch_size == 16
     batch_given = FinetuningConfig("conll2003", train, dev, "p", "o", batch_size=32).for_training_rows(1000)[0]
     assert (batch_given.batch_size, batch_given.learning_rate) == (32, 5e-5)
