@@ -62,9 +62,9 @@ def _data_table(data):
     return rows
 
 
-def card_text(facts, directory=None):
-    """The README.md of `facts` (see the module docstring); `directory` names the preset in
-    the usage example.
+def card_text(facts):
+    """The README.md of `facts` (see the module docstring). It names no folder of its own, so a
+    preset copied or moved keeps a true card.
 
     Args:
         facts: dict. `task` (the class name), `labels`, `source_preset`, `base_model`, `data`
@@ -73,10 +73,10 @@ def card_text(facts, directory=None):
             `{"code": [...]}`) and any other keys (kept in the front matter).
     """
     task = facts.get("task", "model")
-    where = directory or "path/to/preset"
-    lines = _front_matter(facts) + ["", f"# {os.path.basename(os.path.normpath(where))}", ""]
+    lines = _front_matter(facts) + ["", f"# {task}" + (f": {', '.join(facts['labels'])}" if facts.get("labels")
+                                                        and len(facts["labels"]) <= 8 else ""), ""]
     source = facts.get("source_preset")
-    lines += [f"A keras_bert_zoo `{task}`" + (f" fine-tuned from `{source}`" if source else "")
+    lines += [f"A keras_bert_zoo `{task}`" + (f" that started from `{source}`" if source else "")
               + (f" (which started from `{facts['base_model']}`)" if facts.get("base_model") not in (None, source)
                  else "") + "."]
     if facts.get("labels"):
@@ -97,14 +97,14 @@ def card_text(facts, directory=None):
     elif made_by.get("code"):
         lines += ["", "## How it was made", "", "```python"] + list(made_by["code"]) + ["```"]
     lines += ["", "## Use", "", "```python", "import keras_bert_zoo as kbz", "",
-              f"model = kbz.{task}.from_preset({where!r})", "```", ""]
+              f'model = kbz.{task}.from_preset("path/to/this/folder")', "```", ""]
     return "\n".join(lines)
 
 
 def write_card(directory, facts):
     """Writes `directory/README.md` (atomically) from `facts`; returns its path."""
     path = os.path.join(directory, CARD_FILE)
-    files.atomic_write_text(path, card_text(facts, directory))
+    files.atomic_write_text(path, card_text(facts))
     return path
 
 

@@ -95,7 +95,7 @@ def write_preset(directory, tensors, backbone_config, vocabulary=None, extra=Non
             files.atomic_write_bytes(os.path.join(tmp, VOCAB_FILE), vocab_bytes)
         _write_manifest(tmp, sorted(os.listdir(tmp)))
         if card is not None:
-            files.atomic_write_text(os.path.join(tmp, model_card.CARD_FILE), model_card.card_text(card, directory))
+            files.atomic_write_text(os.path.join(tmp, model_card.CARD_FILE), model_card.card_text(card))
     return directory
 
 

@@ -36,7 +36,8 @@ def test_a_saved_task_holds_a_card_with_its_facts(trained):
     card = open(os.path.join(path, "README.md"), encoding="utf-8").read()
     digest = hashlib.sha256("".join(t + "\0" for t in TEXTS).encode() + np.array([1, 0, 1, 1], "int32").tobytes())
     assert f"| fit(x, y): in-memory rows | 4 | `{digest.hexdigest()}` |" in card
-    assert f"A keras_bert_zoo `BertClassifier` fine-tuned from `{FIXTURE}`." in card
+    assert f"A keras_bert_zoo `BertClassifier` that started from `{FIXTURE}`." in card
+    assert str(path) not in card  # names no folder of its own: a copied or moved preset keeps a true card
     assert "`neg`, `pos` (ids in this order)." in card
     assert f"| accuracy | {history['accuracy'][-1]:.4f} | 0.7500 |" in card  # 3 of 4 training rows are 'pos'
     assert f"| val_accuracy | {history['val_accuracy'][-1]:.4f} | 0.5000 |" in card
