@@ -45,6 +45,12 @@ Otherwise it writes D/results.json ({"task", "dev": {"accuracy", "f1", "matthews
 D/preset/ (reload with BertClassifier.from_preset(D/preset)) and GLUE's submission file
 (e.g. D/MRPC.tsv) when --test-file is given.
 
+Every run also writes D/tensorboard/ (TensorBoard logs: training loss, learning rate and dev
+metrics per epoch; `tensorboard --logdir D/tensorboard`), D/curves.png (the same as a figure, the
+baseline dashed) and the preset's model card, D/preset/README.md (the data files with rows and
+sha256, dev scores beside the baseline, precision, versions and the command). Each epoch's dev
+metrics are printed on a line of their own, with or without --no-progress.
+
 Any task with --export-dir E also writes E/: the fine-tuned task as a SavedModel that answers raw
 strings (what tools/export.py writes from D/preset, in the run's precision; GLUE's pair tasks take
 `text_a` and `text_b`), so serving it needs no second step.
@@ -82,10 +88,11 @@ def build_parser():
     p.add_argument("--dev-mismatched-file", help="MNLI: dev_mismatched.tsv, scored too")
     p.add_argument("--preset", required=True, help="preset name, or our/Google/HF checkpoint directory")
     p.add_argument("--output-dir", required=True)
-    p.add_argument("--epochs", type=int, help="default 3 (conll2003: 5; --feature-based: 10)")
-    p.add_argument("--batch-size", type=int, help="global batch size; default 32 (conll2003: 16)")
-    p.add_argument("--learning-rate", type=float, help="peak learning rate; default 5e-5 (conll2003: 1e-4; "
-                   "--feature-based: 1e-3)")
+    p.add_argument("--epochs", type=int, help="default 3 (--feature-based: 10)")
+    p.add_argument("--batch-size", type=int, help="global batch size; default 32 (conll2003: the largest of 32, 16, 8 "
+                   "giving 375 steps over the training sentences, docs/ner.md)")
+    p.add_argument("--learning-rate", type=float, help="peak learning rate; default 5e-5 (conll2003: 5e-5 at batch "
+                   "32, else 1e-4; --feature-based: 1e-3)")
     p.add_argument("--warmup-ratio", type=float, help="linear warm-up share of the steps; default 0.1")
     p.add_argument("--dropout", type=float, help="dropout of the backbone and the task's head; default: the "
                    "preset's (BERT's 0.1)")

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from keras_bert_zoo.data.glue import decoded_lines
+from keras_bert_zoo.data.input_checks import label_index
 from keras_bert_zoo.text import tag_schemes
 from keras_bert_zoo.utils.files import atomic_write_text
 
@@ -160,14 +161,14 @@ def conll_labels(tags):
 
 
 def encode_tags(tags, labels):
-    """IOB2 tag sentences -> lists of label ids; a tag outside `labels` raises ValueError."""
+    """IOB2 tag sentences -> lists of label ids; a tag outside `labels` raises ValueError
+    naming the sentence and word (`input_checks.label_index`, as `fit` names a row)."""
     index = {label: i for i, label in enumerate(labels)}
-    unknown = sorted({t for sentence in tags for t in sentence if t not in index})
-    if unknown:
-        raise ValueError(
-            f"`tags` hold labels missing from `labels`: {unknown}. Read the label set from the "
-            "training file, or add these labels."
-        )
+    for i, sentence in enumerate(tags):
+        for j, tag in enumerate(sentence):
+            if tag not in index:
+                label_index(tag, labels, f"`tags` sentence {i}, word {j}", "Read the label set from the training "
+                                                                          "file (`conll_labels`), or add the label.")
     return [[index[t] for t in sentence] for sentence in tags]
 
 

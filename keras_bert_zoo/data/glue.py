@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from keras_bert_zoo.data.input_checks import label_index
 from keras_bert_zoo.utils.files import atomic_write_text
 
 logger = logging.getLogger("keras_bert_zoo.data")
@@ -266,9 +267,7 @@ def _label(fmt, row, label_col, columns, path, line_number):
         if not STSB_RANGE[0] <= score <= STSB_RANGE[1]:
             raise ValueError(f"{where}: {token!r} is not a score in {STSB_RANGE[0]}..{STSB_RANGE[1]}.")
         return score
-    if token not in fmt.file_labels:
-        raise ValueError(f"{where}: label {token!r} is not one of {list(fmt.file_labels)}.")
-    return fmt.file_labels.index(token)
+    return label_index(token, fmt.file_labels, where)
 
 
 def _texts(row, text_cols, columns, path, line_number):

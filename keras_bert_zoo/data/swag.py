@@ -11,6 +11,7 @@ import logging
 import numpy as np
 
 from keras_bert_zoo.data.glue import FIELD_LIMIT, SKIP_HINT, decoded_lines
+from keras_bert_zoo.data.input_checks import label_index
 
 logger = logging.getLogger("keras_bert_zoo.data")
 
@@ -136,11 +137,6 @@ def _row(row, header, columns, where):
     choices = [f"{sent2} {row[i].strip()}".strip() for i in columns["endings"]]
     label = None
     if columns["label"] is not None:
-        token = row[columns["label"]]
-        if token not in [str(i) for i in range(len(choices))]:
-            raise ValueError(
-                f"{where}, column {columns['label'] + 1} ('label'): {token!r} is not a choice index "
-                f"0..{len(choices) - 1}."
-            )
-        label = int(token)
+        label = label_index(row[columns["label"]], [str(i) for i in range(len(choices))],
+                            f"{where}, column {columns['label'] + 1} ('label')", "The label is the right ending's index.")
     return row[columns["sent1"]], choices, label

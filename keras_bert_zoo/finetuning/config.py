@@ -23,15 +23,33 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 PRECISION_CHOICES = ("auto",) + PRECISIONS  # "auto": keras_bert_zoo.utils.precision.auto_precision()
 TFDS_PREFIX = "tfds:"  # `--train-file tfds:train`: the task's GLUE split from tensorflow-datasets
 # The recipe a flag left out takes: (epochs, batch_size, learning_rate). The paper's for GLUE, SWAG and
-# SQuAD. CoNLL's from docs/ner.md: on 2,000 sentences the paper's 3 epochs at batch 32 (~190 steps) stayed
-# at the all-O class prior (F1 0.000); 5 epochs at batch 16 and 1e-4 left it (F1 0.423). The
-# feature-based tagger trains with Adam on frozen features: Table 7's 10 epochs, batch 32, 1e-3.
+# SQuAD. CoNLL fine-tuning: 3 epochs (the paper's and HF's run_ner.py's), batch and learning rate picked
+# from the training sentences (`tagging_recipe`, None here). The feature-based tagger trains with Adam
+# on frozen features: Table 7's 10 epochs, batch 32, 1e-3.
 RECIPE = (3, 32, 5e-5)
-TASK_RECIPES = {"conll2003": (5, 16, 1e-4), "conll2003/feature_based": (10, 32, 1e-3)}
+TASK_RECIPES = {"conll2003": (3, None, None), "conll2003/feature_based": (10, 32, 1e-3)}
+# A tagger leaves the all-O class prior only after enough updates (docs/ner.md: WNUT with MiniLM at
+# 1e-4 stayed all O after 126 steps, reached entity F1 0.20-0.37 after 375-378 and 0.42 after 625),
+# so `tagging_recipe` takes the largest batch that still gives this many steps.
+NER_MIN_STEPS = 375
+NER_BATCHES = (32, 16, 8)  # 8 is HF TrainingArguments' default batch, which its run_ner.py example trains with
 # Special tokens around the text of one input: [CLS] a [SEP], or [CLS] a [SEP] b [SEP] for a pair
 # (GLUE's pair tasks; SWAG: context and ending). A window needs them plus one token of each text.
 PAIR_TASKS = tuple(t for t in GLUE_TASKS if len(glue_format(t).text_columns) == 2) + ("swag",)
 SQUAD_QUERY_LENGTH = 64  # SpanExtractorPreprocessor's max_query_length when the flag is left out
+
+
+def tagging_recipe(sentences, epochs, batch_size=None):
+    """`(batch_size, learning_rate)` of a CoNLL fine-tuning run whose flags left them out.
+
+    The batch is the largest of `NER_BATCHES` whose run has at least `NER_MIN_STEPS` steps
+    (`ceil(sentences / batch) * epochs`), else the smallest; the learning rate is the paper's 5e-5
+    at batch 32 (CoNLL-2003's 14,041 sentences) and 1e-4 at smaller batches, as docs/ner.md's runs.
+    A `batch_size` given is kept (the learning rate then follows it).
+    """
+    if batch_size is None:
+        batch_size = next((b for b in NER_BATCHES if -(-sentences // b) * epochs >= NER_MIN_STEPS), NER_BATCHES[-1])
+    return batch_size, (5e-5 if batch_size >= 32 else 1e-4)
 
 
 def flag(field):
@@ -114,11 +132,14 @@ class FinetuningConfig:
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
         for name in ("epochs", "batch_size", "sequence_length"):
-            self._check_int(name, minimum=1)
+            if getattr(self, name) is not None or not self.picks_recipe_from_data():
+                self._check_int(name, minimum=1)
         self._check_int("seed", minimum=0)
         if self.max_train_examples is not None:
             self._check_int("max_train_examples", minimum=1)
-        if not isinstance(self.learning_rate, (int, float)) or not self.learning_rate > 0:
+        if self.learning_rate is None and self.picks_recipe_from_data():
+            pass  # `for_training_rows` fills it in once the training file is read
+        elif not isinstance(self.learning_rate, (int, float)) or not self.learning_rate > 0:
             raise ValueError(f"{flag('learning_rate')} must be positive. Received: learning_rate={self.learning_rate!r}.")
         if not isinstance(self.warmup_ratio, (int, float)) or not 0.0 <= self.warmup_ratio <= 1.0:
             raise ValueError(f"{flag('warmup_ratio')} must be in [0, 1]. Received: warmup_ratio={self.warmup_ratio!r}.")
@@ -169,6 +190,27 @@ class FinetuningConfig:
             value = getattr(self, name)
             if value is not None and os.path.isfile(value):
                 raise ValueError(f"{flag(name)} is a file, not a directory. Received: {value!r}.")
+
+    def picks_recipe_from_data(self):
+        """Whether the batch size or learning rate left out is picked from the training rows
+        (`tagging_recipe`: CoNLL fine-tuning) rather than fixed here."""
+        return self.task in TAGGING_TASKS and self.feature_based is None
+
+    def for_training_rows(self, rows):
+        """`(config, note)`: this config with the batch size and learning rate `tagging_recipe` picks
+        for `rows` training sentences where they were left out, and the line that says so (None when
+        nothing was picked)."""
+        if not self.picks_recipe_from_data() or (self.batch_size is not None and self.learning_rate is not None):
+            return self, None
+        batch_size, learning_rate = tagging_recipe(rows, self.epochs, self.batch_size)
+        learning_rate = self.learning_rate if self.learning_rate is not None else learning_rate
+        picked = dataclasses.replace(self, batch_size=batch_size, learning_rate=learning_rate)
+        steps = -(-rows // batch_size) * self.epochs
+        rate = f"{learning_rate:.0e}".replace("e-0", "e-")  # 1e-4, as the rule below writes it
+        return picked, (f"recipe: batch {batch_size}, peak learning rate {rate} for {rows} training sentences x "
+                        f"{self.epochs} epochs ({steps} steps): the largest batch of {', '.join(map(str, NER_BATCHES))} with at least "
+                        f"{NER_MIN_STEPS} steps, 5e-5 at batch 32, else 1e-4 (docs/ner.md; {flag('batch_size')} "
+                        f"and {flag('learning_rate')} set them)")
 
     def _check_int(self, name, minimum):
         value = getattr(self, name)

@@ -201,12 +201,12 @@ class GlueKind(TaskKind):
         """Trains with a `GlueDevMetrics` per dev set (every epoch scored); returns the seconds
         spent training, the scoring's left out."""
         c = self.config
-        report = print if c.progress else None
-        self.callbacks = {name: GlueDevMetrics(c.task, x, y, c.batch_size, prefix=name + "_", report=report)
+        # One line per epoch and dev set, with or without the progress bar (`run_callbacks` ends its line first).
+        self.callbacks = {name: GlueDevMetrics(c.task, x, y, c.batch_size, prefix=name + "_", report=print)
                           for name, (x, y, _) in self.dev_sets.items()}
         start = time.perf_counter()
-        task.fit(*self.train, batch_size=c.batch_size, epochs=c.epochs, callbacks=list(self.callbacks.values()),
-                 verbose=self.verbose())
+        task.fit(*self.train, batch_size=c.batch_size, epochs=c.epochs,
+                 callbacks=self.run_callbacks(self.callbacks.values()), verbose=self.verbose())
         return time.perf_counter() - start - sum(callback.seconds for callback in self.callbacks.values())
 
     def evaluate(self, task):

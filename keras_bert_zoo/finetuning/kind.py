@@ -8,7 +8,7 @@ what differs is a kind's, one file per family (`glue.py`, `squad.py`, `tagging.p
 - `objectives`: the dev metrics its `evaluate` returns, and `objective_for(task)`, the paper's
   official one (the search's default);
 - `read()`: the training `(x, y)` for `task.fit` (kept as `self.train`) and the dev set
-  (`self.dev`);
+  (`self.dev`); `settle_recipe()`, in a run, what the recipe takes from the data read;
 - `build(learning_rate, seed)`: the compiled task from the preset, *without* entering a
   distribution strategy (the caller does: `run_finetuning` its own, the search keras-tuner's);
 - `fit(task)`: the run's training (and per-epoch dev scoring); returns the training seconds;
@@ -27,17 +27,25 @@ import os
 import time
 import warnings
 
+import keras
+
 from keras_bert_zoo.finetuning.config import flag
 from keras_bert_zoo.finetuning.results_file import run_record
 from keras_bert_zoo.presets.config import CASED_SHARE, preset_lowercase
 from keras_bert_zoo.presets.loading import get_preset_vocabulary
+from keras_bert_zoo.presets.model_card import write_card
 from keras_bert_zoo.presets.task import preprocessor_settings
 from keras_bert_zoo.serving.export import export, export_target
 from keras_bert_zoo.text.vocabulary import load_vocabulary
+from keras_bert_zoo.training.callbacks import BuildAwareProgbar
+from keras_bert_zoo.training.epoch_log import EpochLog
 from keras_bert_zoo.utils.files import atomic_write_json
 from keras_bert_zoo.utils.output_dirs import check_writable
+from keras_bert_zoo.utils.plotting import plot_finetuning_curves
 
 logger = logging.getLogger("keras_bert_zoo.training")
+TENSORBOARD_DIR = "tensorboard"  # output_dir's TensorBoard logs: train loss, learning rate, dev metrics per epoch
+CURVES_FILE = "curves.png"  # the same per epoch as a figure, beside results.json
 
 
 def check_preset(config):
@@ -162,6 +170,10 @@ class TaskKind:
         """Reads the training and dev data; returns `(self.train, self.dev)`."""
         raise NotImplementedError
 
+    def settle_recipe(self):
+        """After `read`, in a run (not a search, whose trials set their own): fills in what the
+        recipe takes from the data (CoNLL's batch and learning rate). Nothing here."""
+
     def build(self, learning_rate, seed=None):
         """The compiled task (no distribution strategy entered here)."""
         raise NotImplementedError
@@ -212,12 +224,51 @@ class TaskKind:
     def verbose(self):
         return 1 if self.config.progress else 0
 
+    def run_callbacks(self, dev_callbacks=()):
+        """`fit`'s callbacks in a run, in the order Keras calls them at an epoch's end: the progress
+        bar (`progress`) first, so that its line ends before a dev scorer prints its own and does not
+        show the dev metrics again; the dev scorers, which add `dev_*` to the epoch's logs; then the
+        epoch log (the curves) and TensorBoard (`output_dir/tensorboard`), which record them."""
+        bar = [BuildAwareProgbar()] if self.config.progress else []
+        self.epoch_log = EpochLog()
+        board = keras.callbacks.TensorBoard(os.path.join(self.config.output_dir, TENSORBOARD_DIR),
+                                            write_graph=False, profile_batch=0)
+        return bar + list(dev_callbacks) + [self.epoch_log, board]
+
     def fit(self, task):
         """Trains `task` on `self.train` with the run's epochs and batch size; returns the seconds."""
         x, y = self.train
         start = time.perf_counter()
-        task.fit(x, y, batch_size=self.config.batch_size, epochs=self.config.epochs, verbose=self.verbose())
+        task.fit(x, y, batch_size=self.config.batch_size, epochs=self.config.epochs, verbose=self.verbose(),
+                 callbacks=self.run_callbacks())
         return time.perf_counter() - start
+
+    def write_curves(self, results):
+        """`output_dir/curves.png`: the epochs' training loss, learning rate and dev metrics beside the
+        baseline's (`utils.plotting.plot_finetuning_curves`); None for a run that recorded no epoch."""
+        history = getattr(getattr(self, "epoch_log", None), "history", None)
+        if not history:
+            return None
+        baseline = (results.get("baseline") or {}).get("dev")
+        return plot_finetuning_curves(history, os.path.join(self.config.output_dir, CURVES_FILE), baseline,
+                                      title=f"{self.config.task}: {os.path.basename(os.path.normpath(self.config.preset))}")
+
+    def write_card(self, task, results):
+        """Rewrites `output_dir/preset/README.md` (the card `save_preset` wrote) with the run's facts:
+        its data files (rows and sha256), dev scores beside the baseline, and its command."""
+        directory = os.path.join(self.config.output_dir, "preset")
+        if not os.path.isdir(directory):
+            return None
+        facts = task.card_facts()
+        baseline = results.get("baseline") or {}
+        facts.update(
+            source_preset=self.config.preset if not os.path.exists(self.config.preset)
+            else os.path.abspath(self.config.preset),
+            data=[{"name": f"{entry['flag']} {entry['path']}", "rows": entry.get("used", entry.get("read")),
+                   "sha256": entry.get("sha256")} for entry in (results.get("data") or {}).values()],
+            metrics=results.get("dev"), baseline={"predicts": baseline.get("predicts"), "metrics": baseline.get("dev")},
+            precision=results.get("precision", self.config.precision), made_by={"command": results.get("command")})
+        return write_card(directory, facts)
 
     def export(self, task):
         """`export_finetuned` with this kind's text inputs."""

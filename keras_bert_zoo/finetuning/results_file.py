@@ -4,7 +4,9 @@ A score alone cannot be reproduced or judged. Every kind's `results()` ends in `
 which adds:
 
 - `"config"`: every `FinetuningConfig` field as the run used it (defaults filled in, the
-  casing settled, the preset's dropout and SQuAD's window settings where the flag was left out);
+  casing settled, the preset's dropout and SQuAD's window settings where the flag was left out;
+  `export_dir` only once, as the top-level `"export_dir"`), and `"command"`: the
+  `tools/finetune.py` command that repeats it;
 - `"data"`: per data flag, the path, rows read and used, rows skipped (`--skip-malformed`)
   and the file's sha256 (a tfds split: its name and data directory);
 - `"baseline"`: what a model that learned nothing scores on the same dev rows, with the same
@@ -17,16 +19,13 @@ which adds:
 """
 
 import dataclasses
-import importlib.metadata
 import os
-import platform
-
-import keras
-import tensorflow as tf
+import shlex
 
 from keras_bert_zoo.finetuning.config import flag
 from keras_bert_zoo.metrics.baselines import prediction_counts
 from keras_bert_zoo.utils.files import sha256_file
+from keras_bert_zoo.utils.versions import package_versions
 
 # What each time key of results.json measures (a kind records those it has).
 TIME_KEYS = {
@@ -40,16 +39,6 @@ TIME_KEYS = {
 LEVERS = (f"try more epochs ({flag('epochs')}), a smaller batch ({flag('batch_size')}) or a higher learning "
           f"rate ({flag('learning_rate')})")
 MOST_COMMON = 10  # distinct dev answers listed in "dev_predictions" (STS-B's scores are all distinct)
-
-
-def package_versions():
-    """`{"keras_bert_zoo", "tensorflow", "keras", "python"}` versions of this process."""
-    try:
-        ours = importlib.metadata.version("keras_bert_zoo")
-    except importlib.metadata.PackageNotFoundError:
-        ours = "not installed as a distribution (run from a source tree)"
-    return {"keras_bert_zoo": ours, "tensorflow": tf.__version__, "keras": keras.__version__,
-            "python": platform.python_version()}
 
 
 def file_record(config, name, unit, read, used=None, skipped=None, **more):
@@ -87,10 +76,27 @@ def one_class_warning(counts, unit="class"):
 
 def resolved_config(config, **resolved):
     """Every field of `config` as the run used it: `resolved` fills in what the task settled
-    (e.g. `lowercase`, the preset's `dropout`) where the field was left at None."""
+    (e.g. `lowercase`, the preset's `dropout`) where the field was left at None. `export_dir` is
+    not repeated here: results.json's `"export_dir"` says where the export went (absolute, the
+    version folder included)."""
     fields = dataclasses.asdict(config)
+    fields.pop("export_dir", None)
     fields.update({k: v for k, v in resolved.items() if fields.get(k) is None and v is not None})
     return fields
+
+
+def command_line(config):
+    """The `tools/finetune.py` command of `config`, every setting spelled out (the defaults the
+    run filled in included), as a model card and results.json record it."""
+    words = ["python", "tools/finetune.py"]
+    for name, value in dataclasses.asdict(config).items():
+        if name == "progress":
+            words += [] if value else ["--no-progress"]
+        elif isinstance(value, bool):
+            words += [flag(name)] if value else ([f"--no-{name}"] if name == "lowercase" else [])
+        elif value is not None:
+            words += [flag(name), str(value)]
+    return shlex.join(words)
 
 
 def run_record(results, config, data, baseline, predicted, unit="class", one_class=True, **resolved):
@@ -113,6 +119,7 @@ def run_record(results, config, data, baseline, predicted, unit="class", one_cla
     results = dict(results)
     results.update({
         "config": resolved_config(config, **resolved),
+        "command": command_line(config),
         "data": data,
         "baseline": baseline,
         "dev_predictions": {"count": sum(counts.values()), "distinct": len(counts),

@@ -4,7 +4,10 @@ The task's kind (`TaskKind`: `glue.py` for the GLUE tasks and SWAG, `squad.py` f
 v1.1/v2.0, `tagging.py` for CoNLL NER) comes from `KINDS`, the table of the task names each
 kind serves; every run is then the same steps: read → build → fit → score the dev set →
 write → export → `results.json` (written last). What each kind writes into `output_dir` is in
-its module's docstring; with `export_dir`, the fine-tuned task is also exported there as a
+its module's docstring; every run also writes `tensorboard/` (TensorBoard logs: training loss,
+learning rate and dev metrics per epoch), `curves.png` (the same as a figure, the baseline dashed)
+and the preset's model card (`preset/README.md`: data files with rows and sha256, dev scores
+beside the baseline, precision, versions, the command); with `export_dir`, the fine-tuned task is also exported there as a
 SavedModel that answers raw strings (`export_finetuned`; results.json's `"export_dir"`).
 
 Before anything is read or built, `check_outputs` checks where the run writes
@@ -71,16 +74,19 @@ def run_finetuning(config, overwrite=False):
     kind = task_kind(config, *check_preset(config))
     kind.export_path, kind.export_overwrite = plan.pop("export_path"), overwrite
     kind.read()
+    kind.settle_recipe()
     claim_run_dir(plan)
     keras.utils.set_random_seed(config.seed)
     with get_strategy(config.strategy).scope():
-        task = kind.build(config.learning_rate)
+        task = kind.build(kind.config.learning_rate)  # the kind's: CoNLL's is settled from the data read
     train_seconds = kind.fit(task)
     kind.score(task)
     os.makedirs(config.output_dir, exist_ok=True)
     kind.write(task)
     export_dir = kind.export(task)
     results = kind.results(task, train_seconds, start, export_dir)
+    kind.write_curves(results)
+    kind.write_card(task, results)
     write_results(config, results, kind.summary_label(results))
     finish_run_dir(config.output_dir, TOOL)
     return results

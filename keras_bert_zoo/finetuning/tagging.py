@@ -114,6 +114,13 @@ class TaggingKind(TaskKind):
         self.dev = (conll_inputs(dev)[0], dev.tags)
         return self.train, self.dev
 
+    def settle_recipe(self):
+        """Fills in the batch size and learning rate a fine-tuning run left out, from the training
+        sentences read (`FinetuningConfig.for_training_rows`), and prints the line that says so."""
+        self.config, note = self.config.for_training_rows(len(self.train_data.words))
+        if note:
+            print(note, flush=True)
+
     def build(self, learning_rate, seed=None):
         c = self.config
         if c.feature_based:  # its tagger trains with Adam in `fit_cached`: nothing to compile
@@ -133,15 +140,15 @@ class TaggingKind(TaskKind):
         features computed once. Returns the seconds spent training, the scoring's left out."""
         c = self.config
         x, y = self.train
-        self.callback = TaggingDevMetrics(task, self.dev[0], self.dev[1], c.batch_size,
-                                          report=print if c.progress else None)
+        # One line per epoch, with or without the progress bar (`run_callbacks` ends its line first).
+        self.callback = TaggingDevMetrics(task, self.dev[0], self.dev[1], c.batch_size, report=print)
+        callbacks = self.run_callbacks([self.callback])
         start = time.perf_counter()
         if c.feature_based:
             task.fit_cached(x, y, epochs=c.epochs, batch_size=c.batch_size, learning_rate=c.learning_rate,
-                            seed=c.seed, callbacks=[self.callback], verbose=self.verbose())
+                            seed=c.seed, callbacks=callbacks, verbose=self.verbose())
         else:
-            task.fit(x, y, batch_size=c.batch_size, epochs=c.epochs, callbacks=[self.callback],
-                     verbose=self.verbose())
+            task.fit(x, y, batch_size=c.batch_size, epochs=c.epochs, callbacks=callbacks, verbose=self.verbose())
         return time.perf_counter() - start - self.callback.seconds
 
     def evaluate(self, task):

@@ -14,3 +14,6 @@ SCORE = "score"
 """float: a regression's value."""
 CHOICE = "choice"
 """int: the best ending of a multiple-choice row."""
+INPUT_TRUNCATED = "input_truncated"
+"""bool: an export read only the first `max_input_chars` characters of a string input of the row
+(the answer is of that prefix); the Python API reads whole texts and has no such key."""

@@ -6,6 +6,7 @@
 import keras
 
 from keras_bert_zoo.presets import config as preset_config
+from keras_bert_zoo.presets.class_presets import ClassPresets
 from keras_bert_zoo.presets import loading
 from keras_bert_zoo.weights import mapping
 
@@ -16,6 +17,8 @@ class Backbone(keras.Model):
     Subclasses build their graph in `__init__`, store every constructor argument
     under the same name and return them from `get_config()`.
     """
+
+    presets = ClassPresets()  # {name: {"metadata": ...}} of the registry, as keras-hub's `Backbone.presets`
 
     def declared_variables(self):
         """`{canonical name: variable}` of every weight, under the checkpoints' names.

@@ -191,6 +191,7 @@ class BertFeatureExtractor(BertTokenClassifier):
         Returns:
             The `History` of the tagger's `fit`.
         """
+        x, y, _ = self.checked_inputs(x, y, call="fit_cached")
         packed, labels, weights = self.preprocessor(x, y)
         features = self.features(packed, batch_size=batch_size)
         data = ((features, np.asarray(packed["padding_mask"])), np.asarray(labels), np.asarray(weights))

@@ -72,6 +72,7 @@ class BertSpanExtractor(Task):
     """
 
     preprocessor_cls = SpanExtractorPreprocessor
+    target_kind = "spans"  # `y`: each answer's character span in its context (`SquadData.y`), checked before fit
     default_sequence_length = 384
 
     # The original's span loss is a softmax over every position, padding included (so are
@@ -193,12 +194,9 @@ class BertSpanExtractor(Task):
         """
         if self.preprocessor is None or inputs_lib.is_packed(x) or isinstance(x, tf.data.Dataset):
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
-        questions, contexts = (np.asarray(c, dtype=object).astype(str) for c in as_pairs(x))
-        if len(questions) != len(contexts) or not len(questions):
-            raise ValueError(
-                "`x` must hold as many questions as contexts, at least one. "
-                f"Received: {len(questions)} questions, {len(contexts)} contexts."
-            )
+        pairs = as_pairs(x)
+        self.checked_inputs(pairs, call="predict")  # strings, as many questions as contexts, at least one
+        questions, contexts = (np.asarray(c, dtype=object).astype(str) for c in pairs)
         size = batch_size or inputs_lib.DEFAULT_BATCH_SIZE
         parts = []
         for begin in range(0, len(questions), size):

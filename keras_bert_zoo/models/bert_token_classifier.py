@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_zoo.data.input_checks import check_texts
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models import task_inputs as inputs_lib
@@ -52,6 +53,7 @@ class BertTokenClassifier(ClassifierHead, Task):
     """
 
     preprocessor_cls = TokenClassifierPreprocessor
+    target_kind = "word_labels"  # `y`: a label per word (ids, or tag names through `labels`), checked before fit
 
     def __init__(self, backbone, num_classes, preprocessor=None, labels=None, dropout=0.1, **kwargs):
         if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2:
@@ -119,6 +121,7 @@ class BertTokenClassifier(ClassifierHead, Task):
         """
         if not self._raw(x):
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+        self.checked_inputs(x, call="predict")
         columns = inputs_lib.as_columns(x)
         dataset = inputs_lib.in_memory_dataset(columns, batch_size=batch_size).map(self.preprocessor)
         return super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
@@ -128,6 +131,7 @@ class BertTokenClassifier(ClassifierHead, Task):
         if self.labels is None or self.preprocessor is None:
             raise ValueError("predict_tags needs `labels` (tag names) and a preprocessor. Set both on the task.")
         columns = inputs_lib.as_columns(x)
+        check_texts(keras.tree.flatten(columns))  # an empty list is answered with an empty list
         count = inputs_lib.num_rows(columns)
         size = batch_size or inputs_lib.DEFAULT_BATCH_SIZE
         tags = []

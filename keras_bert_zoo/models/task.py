@@ -9,9 +9,12 @@ from keras_bert_zoo.layers.bert_attention import set_per_sequence_attention
 from keras_bert_zoo.layers.transformer_encoder import padded_encoders, set_skip_padding
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
+from keras_bert_zoo.presets.class_presets import ClassPresets
 from keras_bert_zoo.presets.task import (
     keras_config, save_task_preset, task_from_keras_config, task_from_preset)
+from keras_bert_zoo.models.task_card import TaskCard
 from keras_bert_zoo.models.task_compiling import DEFAULT_LEARNING_RATE, DEFAULT_WARMUP_RATIO, TaskCompiling
+from keras_bert_zoo.models.task_input_checks import TaskInputChecks
 from keras_bert_zoo.models.task_predicting import TaskPredicting
 from keras_bert_zoo.models.task_raw_text import RawTextInputs
 from keras_bert_zoo.models.task_summary import TaskSummary
@@ -19,9 +22,10 @@ from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.training.callbacks import BuildAwareProgbar
 from keras_bert_zoo.training.replica_steps import batchwise, fit_on_workers, placeholder_batch, replica_step_function
 from keras_bert_zoo.utils import keras_internals, quantization
+from keras_bert_zoo.utils.precision import model_precision_line
 
 
-class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Model):
+class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputChecks, TaskCard, keras.Model):
     """A backbone plus a task head that owns its loss, metrics, default `compile()` and presets.
 
     `fit`, `evaluate` and `predict` take raw text: a list or NumPy array of strings,
@@ -30,7 +34,10 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Mode
     `tf.data` pipeline, with batches padded to their longest row, not to
     `sequence_length`. `predict` sorts in-memory rows by length and returns outputs in
     the input order. Packed ids (a dict with `token_ids`), or any input when
-    `task.preprocessor = None`, go to Keras unchanged. On a CPU, without XLA, the
+    `task.preprocessor = None`, go to Keras unchanged. In-memory inputs are checked before any
+    graph (`TaskInputChecks`): label names are mapped through `labels`, and texts that are not
+    strings, empty inputs, rows that disagree and labels the task does not know are refused in
+    one line naming the argument, the row and the fix. On a CPU, without XLA, the
     encoder's dense layers skip the padding (`TransformerEncoder.skip_padding`) at
     inference, and in `fit` too for a task whose loss reads only [CLS]
     (`trains_on_real_tokens`: the classifier and multiple choice).
@@ -51,6 +58,7 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Mode
     """
 
     backbone_cls = BertBackbone
+    presets = ClassPresets()  # {name: {"metadata": ...}} of the registry, as keras-hub's `Task.presets`
     preprocessor_cls = BertPreprocessor
     default_sequence_length = 128
     preset_defaults = {}  # task arguments `from_preset` uses when neither caller nor preset sets them
@@ -114,6 +122,12 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Mode
                 f"Call `compile()` before `fit()`: this {type(self).__name__} is not compiled. "
                 "`task.compile()` with no arguments gives the paper's fine-tuning recipe (BertAdamW, "
                 f"peak learning rate {DEFAULT_LEARNING_RATE:g}, {DEFAULT_WARMUP_RATIO:.0%} warm-up then linear decay).")
+        x, y, sample_weight = self.checked_inputs(x, y, sample_weight, "fit")
+        if validation_data is not None:
+            validation_data = self.checked_validation(validation_data)
+        card = functools.partial(self.record_fit, x, y, epochs=epochs, batch_size=batch_size,
+                                 validation=validation_data[1] if isinstance(validation_data, tuple) and len(validation_data) > 1
+                                 else None)
         raw = not isinstance(x, tf.data.Dataset) and not inputs_lib.is_packed(x) and self.preprocessor is not None
         if validation_split and raw:
             x, y, sample_weight, validation_data = inputs_lib.split_off(x, y, sample_weight, validation_split)
@@ -137,19 +151,26 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Mode
             self._start_run(x, batch_size, epochs - initial_epoch, steps_per_epoch)
         if prepared is not None:
             shuffle = False  # done in the pipeline (Keras warns that it ignores it on datasets)
-        callbacks = list(kwargs.pop("callbacks", None) or [])
-        if kwargs.get("verbose", "auto") != 0 and not any(isinstance(c, keras.callbacks.ProgbarLogger)
-                                                          for c in callbacks):
-            callbacks.append(BuildAwareProgbar())  # step 1 builds the graph: said apart, kept out of the ETA
-        kwargs["callbacks"] = callbacks
+        kwargs["callbacks"] = self._fit_callbacks(kwargs.pop("callbacks", None), kwargs.get("verbose", "auto"))
         fit = functools.partial(super().fit, x=x, y=y, batch_size=batch_size, epochs=epochs,
                                 sample_weight=sample_weight, validation_data=validation_data,
                                 validation_split=validation_split, shuffle=shuffle, initial_epoch=initial_epoch,
                                 steps_per_epoch=steps_per_epoch, **kwargs)
         if isinstance(x, tf.data.Dataset) and self._on_several_workers():
-            return fit_on_workers(self, fit, x)
-        self._build_state(x)
-        return fit()
+            history = fit_on_workers(self, fit, x)
+        else:
+            self._build_state(x)
+            history = fit()
+        card(getattr(history, "history", None))
+        return history
+
+    def _fit_callbacks(self, callbacks, verbose):
+        """`fit`'s callbacks: with a progress bar (verbose) and none of the caller's, ours, which says
+        the graph build apart (kept out of the ETA) after a line naming the precision it trains in."""
+        callbacks = list(callbacks or [])
+        if verbose != 0 and not any(isinstance(c, keras.callbacks.ProgbarLogger) for c in callbacks):
+            callbacks.append(BuildAwareProgbar(announce=model_precision_line(self.backbone.dtype_policy.name)))
+        return callbacks
 
     def _build_state(self, dataset):
         """Creates the optimizer's and compiled metrics' variables before the first step.
@@ -186,6 +207,7 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, keras.Mode
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate` on raw text or packed ids; same arguments."""
+        x, y, sample_weight = self.checked_inputs(x, y, sample_weight, "evaluate")
         prepared = self._prepare(x, y, sample_weight, batch_size)
         if prepared is not None:
             x, y, sample_weight, batch_size = prepared[0], None, None, None

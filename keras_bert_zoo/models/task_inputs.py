@@ -35,23 +35,29 @@ def dataset_x_spec(dataset):
     return spec[0] if isinstance(spec, tuple) else spec
 
 
-def as_columns(x):
+def as_columns(x, keep_items=False):
     """Raw text inputs → one NumPy array or a tuple of column arrays (pairs, choices).
 
     A list of pairs `[(a, b), ...]` is transposed into columns `(texts_a, texts_b)`; a dict of
     named columns (`COLUMN_ORDERS`, e.g. GLUE's `{"premise": ..., "hypothesis": ...}`) becomes
     the tuple of its columns in segment order. One example (a string, a tuple of strings such
     as one pair, or `(context, endings)` for multiple choice) is a batch of one, as keras-hub
-    and HF pipelines take it.
+    and HF pipelines take it. `keep_items=True` keeps the items of Python lists as they are
+    (object arrays), for the input checks: NumPy would turn `["a film", 4]` into two strings.
     """
-    if isinstance(x, dict):
-        columns = tuple(np.asarray(x[key]) for key in _column_order(x))
-    elif isinstance(x, tuple):
-        columns = tuple(np.asarray(column) for column in x)
-    elif isinstance(x, list) and x and all(isinstance(row, tuple) for row in x):
-        columns = tuple(np.asarray(column) for column in zip(*x))
+    if keep_items:
+        def array(column):
+            return column if isinstance(column, np.ndarray) else np.asarray(column, dtype=object)
     else:
-        columns = np.asarray(x)
+        array = np.asarray
+    if isinstance(x, dict):
+        columns = tuple(array(x[key]) for key in _column_order(x))
+    elif isinstance(x, tuple):
+        columns = tuple(array(column) for column in x)
+    elif isinstance(x, list) and x and all(isinstance(row, tuple) for row in x):
+        columns = tuple(array(column) for column in zip(*x))
+    else:
+        columns = array(x)
     first = keras.tree.flatten(columns)
     if first and first[0].ndim == 0:  # one example: every column gets a batch axis of one
         columns = keras.tree.map_structure(lambda column: column[np.newaxis], columns)

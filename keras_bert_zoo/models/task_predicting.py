@@ -70,6 +70,7 @@ class TaskPredicting:
         model's policy is untouched for training (`models/predict_precision.py`). Float
         outputs are float32 whatever the policy.
         """
+        self.checked_inputs(x, call="predict")
         with predicting_in(self, precision):
             return task_predict.as_float32(self._predict(x, batch_size, verbose, steps, callbacks))
 

@@ -272,7 +272,7 @@ def backbone_config(backbone):
     return config
 
 
-def write_model_preset(model, directory, vocabulary=None, extra=None):
+def write_model_preset(model, directory, vocabulary=None, extra=None, card=None):
     """Writes a model's weights as a preset directory: config, vocabulary, weights, manifest.
 
     The writer behind `model.save_to_preset(directory)`, which is the way to save a
@@ -291,6 +291,7 @@ def write_model_preset(model, directory, vocabulary=None, extra=None):
             `get_vocabulary()`, or None (then the model's preprocessor's tokenizer,
             if any).
         extra: dict or None. More `config.json` fields (a task's settings).
+        card: dict or None. The model card's facts, written as `README.md` (`model_card`).
 
     `config.json` records the float policy the model ran in as `precision_when_saved`: a
     record, not a setting (`from_preset` builds float32 unless `dtype=` asks otherwise).
@@ -304,7 +305,7 @@ def write_model_preset(model, directory, vocabulary=None, extra=None):
     backbone = backbone_of(model)
     extra = {"precision_when_saved": backbone.dtype_policy.name, **(extra or {})}
     return preset_format.write_preset(
-        directory, model_tensors(model), backbone_config(backbone), vocabulary=vocabulary, extra=extra
+        directory, model_tensors(model), backbone_config(backbone), vocabulary=vocabulary, extra=extra, card=card
     )
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import safetensors.numpy
 
 from keras_bert_zoo.utils import files
-from keras_bert_zoo.presets import download
+from keras_bert_zoo.presets import download, model_card
 from keras_bert_zoo.weights import safetensors_checkpoint
 
 FORMAT = "keras_bert_zoo"
@@ -54,7 +54,7 @@ def vocabulary_bytes(vocabulary):
 
 
 
-def write_preset(directory, tensors, backbone_config, vocabulary=None, extra=None):
+def write_preset(directory, tensors, backbone_config, vocabulary=None, extra=None, card=None):
     """Writes a complete preset directory atomically (R5: a failure keeps the old one).
 
     Args:
@@ -65,6 +65,8 @@ def write_preset(directory, tensors, backbone_config, vocabulary=None, extra=Non
         vocabulary: path to `vocab.txt`, a list of tokens, a tokenizer with
             `get_vocabulary()`, or None.
         extra: dict or None. More config fields (`lowercase`, `source`, …).
+        card: dict or None. The model card's facts (`model_card.card_text`), written as
+            `README.md` after the manifest: documentation, not verified and never read to load.
 
     Returns:
         The directory.
@@ -92,6 +94,8 @@ def write_preset(directory, tensors, backbone_config, vocabulary=None, extra=Non
         if vocab_bytes is not None:
             files.atomic_write_bytes(os.path.join(tmp, VOCAB_FILE), vocab_bytes)
         _write_manifest(tmp, sorted(os.listdir(tmp)))
+        if card is not None:
+            files.atomic_write_text(os.path.join(tmp, model_card.CARD_FILE), model_card.card_text(card))
     return directory
 
 

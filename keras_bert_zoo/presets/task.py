@@ -4,11 +4,12 @@ from the checkpoint where it has one."""
 
 import inspect
 import logging
+import os
 
 import keras
 
 from keras_bert_zoo.utils import quantization
-from keras_bert_zoo.presets import loading, preset_format, sources, task_heads
+from keras_bert_zoo.presets import loading, model_card, preset_format, registry, sources, task_heads
 from keras_bert_zoo.weights import mapping
 
 logger = logging.getLogger("keras_bert_zoo.models")
@@ -29,6 +30,7 @@ def save_task_preset(task, directory, vocabulary=None, pretraining=None):
     extra = {"task": {"class_name": type(task).__name__, "config": task.task_config()}}
     if pretraining:
         extra["pretraining"] = dict(pretraining)
+    card = task.card_facts()
     tokenizer = getattr(task.preprocessor, "tokenizer", None)
     if task.preprocessor is not None:
         extra["preprocessor"] = preprocessor_settings(task.preprocessor)
@@ -36,14 +38,14 @@ def save_task_preset(task, directory, vocabulary=None, pretraining=None):
         extra["lowercase"] = bool(tokenizer.lowercase)
     mode = quantization.quantization_mode(task)
     if mode is None:
-        return loading.write_model_preset(task, directory, vocabulary=vocabulary, extra=extra)
+        return loading.write_model_preset(task, directory, vocabulary=vocabulary, extra=extra, card=card)
     extra["task"]["quantization"] = mode
     floats = quantization.dequantized_variables(task)
     tensors = mapping.collect_tensors({n: floats.get(id(v), v) for n, v in task.declared_variables().items()})
     if vocabulary is None:
         vocabulary = tokenizer
     return preset_format.write_preset(
-        directory, tensors, loading.backbone_config(task.backbone), vocabulary=vocabulary, extra=extra
+        directory, tensors, loading.backbone_config(task.backbone), vocabulary=vocabulary, extra=extra, card=card
     )
 
 
@@ -95,6 +97,7 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
         loading.assign_declared_weights(model, tensors, source, missing_heads="fresh")
     if task.get("class_name") == cls.__name__ and task.get("quantization"):
         model.quantize(task["quantization"])
+    model.model_card.update(_loaded_card(cls, preset))
     return model
 
 
@@ -130,6 +133,22 @@ def _sequence_length(cls, backbone, length, pretrained):
         logger.warning("%s: sequence_length=%d, but the preset was pretrained at length %d: position "
                        "embeddings %d-%d were never trained.", cls.__name__, length, trained, trained, length - 1)
     return length
+
+
+def _loaded_card(cls, preset):
+    """The model card facts a task loaded from `preset` starts with (`Task.model_card`).
+
+    From a preset whose card describes this task class (one this package saved): that card's
+    facts, true of the loaded weights until they train again, plus `loaded_from`. From any other
+    preset (a registry name, a hub handle, a folder): the preset as `source_preset`,
+    `base_model` and `loaded_from`, and the `from_preset` call that made the task."""
+    layout, directory = sources.locate(preset)
+    card = model_card.read_card(directory) if layout == "keras_bert_zoo" else None
+    name = os.path.abspath(os.fspath(preset)) if registry.is_local_preset(preset) else preset
+    if card and card.get("task") == cls.__name__:
+        return {**card, "loaded_from": name}
+    return {"source_preset": name, "base_model": (card or {}).get("base_model") or name, "loaded_from": name,
+            "made_by": {"code": [f"task = keras_bert_zoo.{cls.__name__}.from_preset({name!r})"]}}
 
 
 def _foreign_casing(preset, settings):

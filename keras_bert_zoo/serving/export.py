@@ -32,7 +32,8 @@ is replaced only with `overwrite=True`.
 
 Bounded requests: each string input is read up to its first `max_input_chars` characters
 (100 000 by default), so a request of any length costs memory in proportion to that cap
-and to its rows, never to the text (tests/serving/test_export_limits.py serves a 1 MB string
+and to its rows, never to the text; every text answer says which rows were cut
+(`input_truncated`, one bool per row) (tests/serving/test_export_limits.py serves a 1 MB string
 to each task; the span and token tasks window only the kept text, and their offsets index
 it). An empty batch gets
 empty outputs of the usual dtypes and ranks. Rows of a request's inputs must agree, and
@@ -46,6 +47,7 @@ import tempfile
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_bert_zoo.models import answer_names
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.serving import specs as export_tasks
 from keras_bert_zoo.serving.spec_base import PREDICT, check_ids, check_rows
@@ -106,6 +108,18 @@ def one_row_if_empty(ids, rows):
     return tf.cond(rows > 0, lambda: ids, lambda: tf.zeros(tf.maximum(tf.shape(ids), 1), ids.dtype))
 
 
+def cut_rows(raw, capped):
+    """bool (rows,): whether `cap_length` shortened any string input of a row (bytes compared, so
+    any input, valid UTF-8 or not, is judged alike)."""
+    flags = None
+    for name, value in raw.items():
+        cut = tf.strings.length(capped[name]) < tf.strings.length(value)
+        if cut.shape.rank > 1:  # e.g. a multiple-choice row's endings
+            cut = tf.reduce_any(cut, axis=list(range(1, cut.shape.rank)))
+        flags = cut if flags is None else tf.logical_or(flags, cut)
+    return flags
+
+
 def serving_functions(task, spec, signatures, max_input_chars=MAX_INPUT_CHARS):
     """`{signature key: (concrete function, method name)}` for `task` under `spec`; each
     string input is read up to its first `max_input_chars` characters (None: all of it)."""
@@ -132,13 +146,15 @@ def serving_functions(task, spec, signatures, max_input_chars=MAX_INPUT_CHARS):
 
     def from_text(raw):
         # The cap bounds what one request costs: tokens, windows and model rows all grow with
-        # the text; the outputs' offsets and answers index the capped text, a prefix of the input.
-        raw = {name: norm.cap_length(value, max_input_chars) for name, value in raw.items()}
-        with tf.control_dependencies(check_rows(raw)):
-            raw = {name: tf.identity(value) for name, value in raw.items()}
+        # the text; the outputs' offsets and answers index the capped text, a prefix of the input,
+        # and `input_truncated` says which rows it cut.
+        capped = {name: norm.cap_length(value, max_input_chars) for name, value in raw.items()}
+        truncated = cut_rows(raw, capped)
+        with tf.control_dependencies(check_rows(capped)):
+            raw = {name: tf.identity(value) for name, value in capped.items()}
         packed = spec.preprocess(preprocessor, raw)
         packed, _, _ = inputs_lib.trim_to_longest(packed)
-        return answer(packed, raw)
+        return {**answer(packed, raw), answer_names.INPUT_TRUNCATED: truncated}
 
     def from_ids(packed):
         with tf.control_dependencies(check_ids(packed, max_length)):
@@ -290,7 +306,7 @@ def export(task, path, *, signatures=SIGNATURES, text_inputs=None, version=None,
     >>> import tensorflow_text  # noqa: F401 (registers the text ops)
     >>> serve = tf.saved_model.load("served/sst2/1").signatures["serving_default"]
     >>> sorted(serve(text=tf.constant(["a gripping film"])))
-    ['label', 'label_id', 'probabilities']
+    ['input_truncated', 'label', 'label_id', 'probabilities']
     """
     signatures = _check_signatures(signatures)
     if getattr(task, "preprocessor", None) is None:

@@ -9,6 +9,7 @@ from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.vocabulary import load_vocabulary
 from keras_bert_zoo.utils import keras_internals
 from keras_bert_zoo.presets.loading import get_preset_vocabulary
+from keras_bert_zoo.presets.class_presets import ClassPresets
 from keras_bert_zoo.presets.config import preset_lowercase, stated_strip_accents
 
 
@@ -24,6 +25,7 @@ class TokenizerPreprocessor(keras.layers.Layer):
     `evaluate`, `save_to_preset` and export alike; one in `fixed_settings` is refused with
     the way to get it."""
 
+    presets = ClassPresets()  # {name: {"metadata": ...}} of the registry, as keras-hub's preprocessors'
     settings = ()  # the subclass's constructor arguments besides `tokenizer`
     fixed_settings = {}  # setting -> why it cannot change after construction, and what to do instead
 

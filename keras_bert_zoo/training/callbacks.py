@@ -197,12 +197,17 @@ class BuildAwareProgbar(keras.callbacks.ProgbarLogger):
     ends, then starts its clock: step 1 is shown with no ETA and the rate counts from it.
     Pass it in `fit(callbacks=...)`; Keras then adds no bar of its own (`fit_resumable` does).
 
+    Args:
+        announce: str or None. A line said when training starts, before the graph build's
+            (`Task.fit` names the precision it trains in).
+
     Attributes:
         build_seconds: float or None. How long the fit's first step took (None before it ends).
     """
 
-    def __init__(self):
+    def __init__(self, announce=None):
         super().__init__()
+        self.announce = announce
         self.build_seconds = None
         self._build_started = None
 
@@ -218,6 +223,8 @@ class BuildAwareProgbar(keras.callbacks.ProgbarLogger):
         super().on_train_begin(logs)
         self.build_seconds = None
         self._build_started = None
+        if self.announce:
+            self._say(self.announce)
 
     def on_train_batch_begin(self, batch, logs=None):
         if self.build_seconds is None and self._build_started is None:

@@ -170,6 +170,15 @@ def precision_line(policy, asked=None, flag="--precision"):
     return f"precision: float32 (default; {flag} auto picks {auto_precision()} on this machine: {auto_reason()})"
 
 
+def model_precision_line(policy):
+    """The line `Task.fit` prints at its start (with a progress bar): the policy the model trains
+    in and how to choose another, as a command's first line says it (`precision_line`)."""
+    if policy != "float32":
+        return f"precision: {policy} (the model's dtype policy)"
+    return (f"precision: float32 (the default; from_preset(..., dtype=\"auto\") picks {auto_precision()} on this "
+            f"machine: {auto_reason()})")
+
+
 def resolve_precision(precision):
     """Returns `precision`, with `"auto"` replaced by `auto_precision()` and None (nothing
     asked) by `"float32"`, the default of every command.

@@ -100,5 +100,5 @@ def test_swag_test_file_and_malformed_rows(tmp_path):
     (contexts, endings), y = read_swag(glue_fixtures.write(tmp_path, "swag", "test", f"{header}\na,b,c,d,e,f\n"))
     assert y is None and endings == [["b c", "b d", "b e", "b f"]]
     bad = glue_fixtures.write(tmp_path, "swag", "bad", f"{header},label\n\"x\ny\",b,c,d,e,f,0\na,b,c,d,e,f,4\n")
-    with pytest.raises(ValueError, match=r"swag_bad.csv, line 4, column 7 \('label'\): '4' is not a choice"):
+    with pytest.raises(ValueError, match=r"swag_bad.csv, line 4, column 7 \('label'\): label '4' is not one of \['0', '1', '2', '3'\]"):
         read_swag(bad)

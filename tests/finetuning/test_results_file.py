@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_bert_zoo.finetuning import kind as finetuning_kind
-from keras_bert_zoo.finetuning.config import FinetuningConfig
+from keras_bert_zoo.finetuning.config import FinetuningConfig, tagging_recipe
 from keras_bert_zoo.finetuning.results_file import TIME_KEYS, file_record, one_class_warning, run_record
 from keras_bert_zoo.metrics.baselines import all_o_baseline, empty_answer_baseline, glue_baseline
 from keras_bert_zoo.metrics.glue import glue_metrics
@@ -60,7 +60,11 @@ def test_run_record_holds_the_resolved_config_data_baseline_versions_and_time_ke
     results = run_record({"dev": {"accuracy": 1.0}, "seconds": 9.0, "train_seconds": 5.0}, config, data,
                          baseline, ["negative"], lowercase=True, dropout=0.1)
     fields = {f.name for f in dataclasses.fields(FinetuningConfig)}
-    assert set(results["config"]) == fields
+    assert set(results["config"]) == fields - {"export_dir"}  # recorded once: results' own "export_dir"
+    assert results["command"] == (
+        f"python tools/finetune.py --task sst2 --train-file {train} --dev-file {dev} --preset some_preset "
+        "--output-dir out --epochs 3 --batch-size 32 --learning-rate 5e-05 --warmup-ratio 0.1 --sequence-length 128 "
+        "--seed 12345 --strategy auto --precision float32 --skip-malformed")
     assert (results["config"]["batch_size"], results["config"]["learning_rate"], results["config"]["epochs"],
             results["config"]["sequence_length"], results["config"]["seed"]) == (32, 5e-5, 3, 128, 12345)
     assert results["config"]["lowercase"] is True and results["config"]["dropout"] == 0.1  # resolved
@@ -84,18 +88,32 @@ def test_the_summary_line_says_when_every_prediction_is_one_class(tmp_path, file
     assert fine.levelno == logging.INFO and "all" not in fine.getMessage()
 
 
-def test_conll_defaults_are_a_recipe_that_learns_on_a_few_thousand_sentences(files):
-    """The paper's 3 epochs at batch 32 and 5e-5 left a 2,000-sentence tagger at all-O (F1 0.000,
-    docs/ner.md); 5 epochs at batch 16 and 1e-4 reached 0.423. A flag given still wins."""
+def test_conll_picks_batch_and_learning_rate_from_the_training_sentences(files):
+    """A tagger leaves the all-O prior only after enough updates (docs/ner.md): 3 epochs, and the
+    largest batch of 32, 16, 8 that gives 375 steps (5e-5 at 32, else 1e-4). A flag given wins."""
     train, dev = files
     conll = FinetuningConfig("conll2003", train, dev, "p", "o")
-    assert (conll.epochs, conll.batch_size, conll.learning_rate) == (5, 16, 1e-4)
+    assert (conll.epochs, conll.batch_size, conll.learning_rate) == (3, None, None)
+    assert [tagging_recipe(rows, 3) for rows in (1000, 2000, 4000, 14041, 100)] == [
+        (8, 1e-4), (16, 1e-4), (32, 5e-5), (32, 5e-5), (8, 1e-4)]
+    picked, note = conll.for_training_rows(1000)
+    assert (picked.epochs, picked.batch_size, picked.learning_rate) == (3, 8, 1e-4)
+    assert note == ("recipe: batch 8, peak learning rate 1e-4 for 1000 training sentences x 3 epochs (375 steps): "
+                    "the largest batch of 32, 16, 8 with at least 375 steps, 5e-5 at batch 32, else 1e-4 "
+                    "(docs/ner.md; --batch-size and --learning-rate set them)")
+    assert conll.for_training_rows(2000)[0].batch_size == 16
+    batch_given = FinetuningConfig("conll2003", train, dev, "p", "o", batch_size=32).for_training_rows(1000)[0]
+    assert (batch_given.batch_size, batch_given.learning_rate) == (32, 5e-5)
     features = FinetuningConfig("conll2003", train, dev, "p", "o", feature_based="last")
     assert (features.epochs, features.batch_size, features.learning_rate) == (10, 32, 1e-3)
+    assert features.for_training_rows(1000) == (features, None)
     glue = FinetuningConfig("mrpc", train, dev, "p", "o")
     assert (glue.epochs, glue.batch_size, glue.learning_rate) == (3, 32, 5e-5)
     given = FinetuningConfig("conll2003", train, dev, "p", "o", batch_size=8, epochs=2, learning_rate=3e-5)
     assert (given.epochs, given.batch_size, given.learning_rate) == (2, 8, 3e-5)
+    assert given.for_training_rows(1000) == (given, None)
+    with pytest.raises(ValueError, match=r"--batch-size must be an integer >= 1"):
+        FinetuningConfig("conll2003", train, dev, "p", "o", batch_size=0)
 
 
 @pytest.mark.parametrize("task, length, match", [

@@ -126,3 +126,16 @@ def test_every_command_prints_the_policy_once_at_its_start(bf16_cpu, tmp_path, c
     export_tool.main(["--model", str(tmp_path / "preset"), "--output", str(tmp_path / "served")])
     assert seen[-1] == "float32"
     assert capsys.readouterr().out.splitlines()[0] == precision_lib.precision_line("float32")
+
+
+def test_fit_in_the_python_api_says_its_precision_first(bf16_cpu, capsys):
+    """As every command's first line: `fit` with a progress bar names the policy it trains in."""
+    task = tiny_classifier()
+    task.fit(SENTENCES, np.arange(len(SENTENCES)) % 2, epochs=1, verbose=1)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ('precision: float32 (the default; from_preset(..., dtype="auto") picks mixed_bfloat16 on '
+                        'this machine: this CPU runs bf16 natively (AVX512-BF16/AMX))')
+    assert lines[1] == "Building the training graph (the first step)..."
+    task.fit(SENTENCES, np.arange(len(SENTENCES)) % 2, epochs=1, verbose=0)
+    assert capsys.readouterr().out == ""  # verbose=0: nothing printed
+    assert precision_lib.model_precision_line("mixed_bfloat16") == "precision: mixed_bfloat16 (the model's dtype policy)"

@@ -74,13 +74,14 @@ for name, (build, text_inputs) in TASKS.items():
     specs[name] = spec = export_lib.export_tasks.serving_spec(task, text_inputs)
     signatures = ("text", "ids", "examples") if name == "classifier" else ("text", "ids")
     functions[name] = {k: f for k, (f, _) in export_lib.serving_functions(task, spec, signatures).items()}
-result = {"memory": {}, "empty": {}, "one": {}, "errors": {}}
+result = {"memory": {}, "empty": {}, "one": {}, "errors": {}, "truncated": {}, "short": {}}
 before = rss_mb()
 for name, fns in functions.items():  # first, while the process's peak is the built tasks'
     start = rss_mb()
     text = "[MASK] " + LONG if name == "fill_mask" else LONG
     out = fns["serving_default"](**{n: strings(s, 1, text) for n, s in specs[name].text_specs().items()})
     result["memory"][name] = [rss_mb() - start, {k: v.shape.as_list() for k, v in out.items()}]
+    result["truncated"][name] = out["input_truncated"].numpy().tolist()
 result["peak_growth_mb"] = rss_mb() - before
 for name, fns in functions.items():
     text_specs, ids_specs = specs[name].text_specs(), specs[name].ids_specs()
@@ -90,6 +91,7 @@ for name, fns in functions.items():
         if "examples" in fns:
             answers["examples"] = fns["examples"](inputs=tf.constant([b""] * rows, tf.string))
         result[key][name] = {k: described(v) for k, v in answers.items()}
+        result["short"].setdefault(name, []).extend(answers["text"]["input_truncated"].numpy().tolist())
 
 
 def error(function, **inputs):
@@ -127,6 +129,12 @@ def test_every_export_answers_a_1mb_string_in_bounded_memory(limits):
         assert all(shape[0] == 1 for shape in shapes.values()), (name, shapes)  # one answer per input row
     # Peak RSS over all seven requests, above what the built tasks held: each request's own peak is under it.
     assert limits["peak_growth_mb"] < BOUND_MB, limits["memory"]
+
+
+def test_every_text_answer_says_which_rows_were_cut(limits):
+    """The 1 MB string was read up to max_input_chars: each export's answer says so (issue #58)."""
+    assert limits["truncated"] == {name: [True] for name in limits["memory"]}
+    assert limits["short"] == {name: [False] for name in limits["memory"]}  # "w1 w2": nothing cut
 
 
 def test_an_empty_batch_gets_empty_outputs_of_every_signature(limits):

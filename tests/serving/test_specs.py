@@ -26,7 +26,7 @@ def test_multiple_choice_context_and_endings():
     scores = task.predict((CONTEXTS, ENDINGS), verbose=0)
     expected = {k: np.asarray(v) for k, v in task.postprocess(scores).items()}
     served = functions["serving_default"](context=tf.constant(CONTEXTS), endings=tf.constant(ENDINGS))
-    assert sorted(served) == ["choice", "probabilities"]
+    assert sorted(served) == ["choice", "input_truncated", "probabilities"]
     np.testing.assert_allclose(served["probabilities"].numpy(), expected["probabilities"], atol=1e-5, rtol=0)
     assert served["choice"].numpy().tolist() == expected["choice"].tolist()
     ids = task.preprocessor((CONTEXTS, ENDINGS))
@@ -57,7 +57,7 @@ def test_span_extractor_answers_in_the_graph_equal_predict(tmp_path):
     functions = _functions(task, ("text", "examples"))
     served = {k: v.numpy() for k, v in functions["serving_default"](
         question=tf.constant(raw[0]), context=tf.constant(raw[1])).items()}
-    assert sorted(served) == ["answer_text", "end_char", "has_answer", "score", "start_char"]
+    assert sorted(served) == ["answer_text", "end_char", "has_answer", "input_truncated", "score", "start_char"]
     cleaned = [c.decode("utf-8", "ignore") for c in raw[1]]
     expected = task.predict((questions, cleaned), batch_size=8)
     assert [t.decode() for t in served["answer_text"]] == expected["answer_text"].tolist()

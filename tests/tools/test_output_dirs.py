@@ -49,7 +49,8 @@ def test_output_dir_holding_a_run_is_refused_and_overwrite_replaces_it_whole(tmp
     finetune.main(_argv("sst2", train, dev, preset, out, "--test-file", test))
     record = output_dirs.read_run_record(out)
     assert record["status"] == "complete" and record["tool"] == "finetune"
-    assert record["files"] == ["SST-2.tsv", "dev_predictions.tsv", "preset", "results.json"]
+    assert record["files"] == ["SST-2.tsv", "curves.png", "dev_predictions.tsv", "preset", "results.json",
+                               "tensorboard"]
     before = {name: os.path.getmtime(os.path.join(out, name)) for name in record["files"]}
 
     kinds = finetuning_run.task_kind
@@ -61,8 +62,10 @@ def test_output_dir_holding_a_run_is_refused_and_overwrite_replaces_it_whole(tmp
 
     # --overwrite: the old run goes as a whole (its SST-2.tsv too), the new one is all that is there.
     results = finetune.main(_argv("sst2", train, dev, preset, out, "--overwrite", "--seed", "2"))
-    assert sorted(os.listdir(out)) == ["dev_predictions.tsv", "preset", "results.json", "run_files.json"]
-    assert output_dirs.read_run_record(out)["files"] == ["dev_predictions.tsv", "preset", "results.json"]
+    written = ["curves.png", "dev_predictions.tsv", "preset", "results.json", "tensorboard"]
+    assert sorted(os.listdir(out)) == sorted(written + ["run_files.json"])
+    assert output_dirs.read_run_record(out)["files"] == written
+    assert len(os.listdir(os.path.join(out, "tensorboard", "train"))) == 1  # this run's events, not the old run's
     assert json.load(open(os.path.join(out, "results.json"))) == results
 
     # A file the run did not write: refused even with --overwrite, and left alone.

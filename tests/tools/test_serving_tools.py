@@ -53,15 +53,16 @@ def test_preset_to_saved_model_to_json_lines(tmp_path):
                            "--no-progress", "--overwrite"])
         answers[model] = [json.loads(line) for line in out.read_text().splitlines()]
     got = answers[served]
-    assert len(got) == 7 and sorted(got[0]) == ["label", "label_id", "probabilities"]
+    assert len(got) == 7 and sorted(got[0]) == ["input_truncated", "label", "label_id", "probabilities"]
     for row, i in zip(got[:5], range(5)):  # batched by length (batch 2), written in input order
         np.testing.assert_allclose(row["probabilities"], probabilities[i], atol=1e-5, rtol=0)
         assert row["label"] == LABELS[int(np.argmax(probabilities[i]))] and row["label_id"] == int(
             np.argmax(probabilities[i]))
+        assert row["input_truncated"] is False  # a short sentence: read whole
     predictions = got[5]["predictions"]
     np.testing.assert_allclose([p["probabilities"] for p in predictions], probabilities[[5, 0]], atol=1e-5, rtol=0)
     outputs = got[6]["outputs"]
-    assert sorted(outputs) == ["label", "label_id", "probabilities"]
+    assert sorted(outputs) == ["input_truncated", "label", "label_id", "probabilities"]
     np.testing.assert_allclose(outputs["probabilities"], probabilities[1:3], atol=1e-5, rtol=0)
     # The preset runs the function `export` saves: the same answers.
     from_preset = answers[preset]

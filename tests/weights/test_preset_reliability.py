@@ -60,7 +60,8 @@ def test_r17_flipped_byte_in_a_users_preset_is_refused_and_never_deleted(preset)
     assert str(weights) in message and good in message and bad in message
     assert "Nothing was removed" in message and "verify=False" in message and "rehash_preset" in message
     assert weights.exists() and _sha(weights) == bad  # the user's file, untouched
-    assert sorted(os.listdir(preset)) == ["config.json", "manifest.json", "vocab.txt", "weights.safetensors"]
+    assert sorted(os.listdir(preset)) == ["README.md", "config.json", "manifest.json", "vocab.txt",
+                                          "weights.safetensors"]  # README.md: the task's model card
 
 
 def test_r17_hand_edited_config_loads_with_verify_false_or_after_rehash(preset):

@@ -24,7 +24,8 @@ def test_save_to_preset_round_trip_with_heads(tmp_path):
     pretrainer = lib.build_pretrainer(lib.fixture_dir("gelu_new"))
     target = str(tmp_path / "preset")
     pretrainer.save_to_preset(target, vocabulary=VOCAB)
-    assert sorted(os.listdir(target)) == ["config.json", "manifest.json", "vocab.txt", "weights.safetensors"]
+    assert sorted(os.listdir(target)) == ["README.md", "config.json", "manifest.json", "vocab.txt",
+                                          "weights.safetensors"]  # README.md: a task's model card
     config = json.load(open(os.path.join(target, "config.json")))
     assert config["backbone"]["activation"] == "gelu_approximate" and config["heads"] == ["predictions", "seq_relationship"]
     reloaded = lib.build_pretrainer(target)
