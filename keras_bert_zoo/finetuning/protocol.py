@@ -8,9 +8,10 @@ every start, and on rows that picked nothing:
 3. every seed trains at that rate and is scored once on **test**; the start's figure is
    the mean and standard deviation over the seeds.
 
-Test scores are computed for every run (so an interrupted protocol resumes without
-training again) but nothing reads them before step 3: the choice uses dev alone.
-`Ledger` keeps each finished run as a line of JSON, so a rerun skips what is done.
+The grid's runs are scored on dev only; the first seed's model at the picked rate is kept in
+memory and scored on test after the pick (an interrupted protocol that resumes after the pick
+trains that run again). `Ledger` keeps each finished run as a line of JSON, so a rerun skips
+what is done.
 """
 
 import dataclasses
@@ -90,11 +91,15 @@ def _score(model, x, y, batch_size):
     return float(model.evaluate(x, y, batch_size=batch_size, verbose=0, return_dict=True)["accuracy"])
 
 
-def train_once(build, data, learning_rate, seed, config):
-    """One run: `build(seed)` → fit on train at `learning_rate` → accuracy on dev and test.
+def train_once(build, data, learning_rate, seed, config, test=True):
+    """One run: `build(seed)` → fit on train at `learning_rate` → accuracy on dev (and test).
 
     `build` returns a task (compiled or not) for the seed; the model's initial head, the
     dropout masks and the order of the training rows all follow the seed.
+
+    Returns:
+        `(record, model)`: the record has `learning_rate`, `seed`, `seconds` (of `fit`),
+        `train_loss`, `dev` and, with `test`, `test`.
     """
     keras.utils.set_random_seed(seed)
     model = build(seed)
@@ -103,9 +108,11 @@ def train_once(build, data, learning_rate, seed, config):
     started = time.perf_counter()
     history = model.fit(x, y, batch_size=config.batch_size, epochs=config.epochs, shuffle=True, verbose=0)
     seconds = time.perf_counter() - started
-    return {"learning_rate": float(learning_rate), "seed": int(seed), "seconds": round(seconds, 2),
-            "train_loss": float(history.history["loss"][-1]),
-            "dev": _score(model, *data["dev"], 256), "test": _score(model, *data["test"], 256)}
+    record = {"learning_rate": float(learning_rate), "seed": int(seed), "seconds": round(seconds, 2),
+              "train_loss": float(history.history["loss"][-1]), "dev": _score(model, *data["dev"], 256)}
+    if test:
+        record["test"] = _score(model, *data["test"], 256)
+    return record, model
 
 
 def run_protocol(start, task, build, data, config, ledger=None, log=print):
@@ -126,20 +133,30 @@ def run_protocol(start, task, build, data, config, ledger=None, log=print):
         `dev_mean`.
     """
     ledger = ledger if ledger is not None else Ledger()
+    kept = {}  # the grid's best model so far: scored on test once the pick is made
 
-    def run(learning_rate, seed):
+    def run(learning_rate, seed, test):
         done = ledger.get(start, task, learning_rate, seed)
-        if done is None:
-            done = dict(train_once(build, data, learning_rate, seed, config), start=start, task=task)
-            ledger.add(done)
+        if done is not None and (not test or "test" in done):
+            return done
+        if done is not None and kept.get("rate") == learning_rate:  # the pick, trained in the grid
+            done = dict(done, test=_score(kept.pop("model"), *data["test"], 256))
+        else:
+            record, model = train_once(build, data, learning_rate, seed, config, test=test)
+            done = dict(record, start=start, task=task)
             log(f"{task} · {start}: lr {learning_rate:g}, seed {seed}: dev {done['dev']:.3f} "
                 f"({done['seconds']:.0f}s)")
+            if not test and done["dev"] > kept.get("dev", -1.0):
+                kept.update(rate=learning_rate, dev=done["dev"], model=model)
+        ledger.add(done)
         return done
 
     first = config.seeds[0]
-    grid = {rate: run(rate, first)["dev"] for rate in config.learning_rates}
+    grid = {rate: run(rate, first, test=False)["dev"] for rate in config.learning_rates}
     best = max(config.learning_rates, key=lambda rate: (grid[rate], -rate))
-    runs = [run(best, seed) for seed in config.seeds]
+    if kept.get("rate") != best:
+        kept.clear()
+    runs = [run(best, seed, test=True) for seed in config.seeds]
     tests = np.asarray([r["test"] for r in runs])
     return {"grid": {f"{rate:g}": score for rate, score in grid.items()}, "learning_rate": best, "runs": runs,
             "test_mean": float(tests.mean()), "test_std": float(tests.std(ddof=1)),
