@@ -173,6 +173,9 @@ class SquadKind(TaskKind):
             atomic_write_json(os.path.join(self.config.output_dir, "null_odds.json"), self.null_odds)
         self.save_preset(task)
 
+    def output_names(self):
+        return super().output_names() + ["predictions.json", "null_odds.json"]
+
     def fit(self, task):
         self.train_windows = count_windows(task.preprocessor, self.train_data)
         return super().fit(task)
