@@ -7,7 +7,8 @@ import inspect
 import keras
 
 from keras_bert_zoo.utils import quantization
-from keras_bert_zoo.presets import loading, preset_format, sources, task_heads
+from keras_bert_zoo.presets import config as preset_config
+from keras_bert_zoo.presets import loading, preset_format, sources, task_heads, weight_sizes
 from keras_bert_zoo.weights import mapping
 
 
@@ -66,6 +67,10 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     tensors = source = None
     if load_weights:
         tensors, source = loading.read_preset_tensors(preset)
+        # Before anything is built: the config's sizes and the vocabulary against the weights.
+        weight_sizes.check_config_against_weights({**preset_config.get_preset_config(preset), **kwargs}, tensors,
+                                                  source)
+        weight_sizes.check_vocabulary_fits(sources.vocabulary_path(*sources.locate(preset)), tensors, source)
         for key, value in cls.config_from_checkpoint(tensors).items():
             if task.get("source") and key in task_kwargs and task_kwargs[key] != value:
                 raise ValueError(f"{task['source']} says {key}={task_kwargs[key]}, its weights {key}={value}: "
