@@ -91,15 +91,17 @@ def main(argv=None):
     from keras_bert_zoo.utils.precision import precision_line  # lazy: as above
 
     try:  # before the model loads: a refused folder costs no time
-        target = export_target(args.output, args.version, args.overwrite, TOOL_OPTIONS)
+        export_target(args.output, args.version, args.overwrite, TOOL_OPTIONS)
     except ValueError as e:
         raise ValueError(f"--output: {e}") from e
     task = load_task(args.model, dtype=args.precision)
     print(precision_line(exported_precision(task), args.precision), flush=True)
     if args.quantize:
         task.quantize(args.quantize)
-    path = export(task, target, signatures=tuple(args.signatures), text_inputs=args.text_inputs,
-                  overwrite=args.overwrite, max_input_chars=args.max_input_chars)
+    # The folder as given: a model folder's next version is taken when the export is published
+    # (another export may have taken the one export_target saw).
+    path = export(task, args.output, signatures=tuple(args.signatures), text_inputs=args.text_inputs,
+                  version=args.version, overwrite=args.overwrite, max_input_chars=args.max_input_chars)
     print(f"Exported {type(task).__name__} to {path} (signatures: {', '.join(args.signatures)})")
     return path
 

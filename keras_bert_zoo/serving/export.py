@@ -45,6 +45,7 @@ the request fails with a message naming the input and the limit.
 """
 
 import os
+import re
 import shutil
 import tempfile
 
@@ -279,6 +280,10 @@ def _publish_version(module, functions, record, base):
 
 def _write_failure(path, error):
     """The one line of an export that could not be written (a full disk, a lost permission)."""
-    reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error).splitlines()[0]
+    if isinstance(error, OSError) and error.strerror:
+        reason = error.strerror
+    else:  # TensorFlow's: `{{function_node ...}} <file>; No space left on` (its own words, cut short)
+        reason = re.sub(r"\{\{[^}]*\}\}\s*", "", (getattr(error, "message", None) or str(error)).strip())
+        reason = "No space left on device" if "No space left" in reason else (reason.splitlines() or [""])[0]
     return (f"Could not write the SavedModel to {path}: {' '.join(reason.split())[:300]}. Nothing was written "
             "there (an earlier export there is kept). Free space or fix the folder and export again.")

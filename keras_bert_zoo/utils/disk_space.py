@@ -16,8 +16,8 @@ MARGIN_BYTES = 4 << 20  # and a few MB for the small files around the weights
 
 
 def megabytes(count):
-    """`count` bytes as "12.3 MB"."""
-    return f"{count / 1e6:.1f} MB"
+    """`count` bytes as "12.3 MB" (or "45.6 kB" below a tenth of a megabyte)."""
+    return f"{count / 1e6:.1f} MB" if count >= 100_000 else f"{count / 1e3:.1f} kB"
 
 
 def _existing(path):
