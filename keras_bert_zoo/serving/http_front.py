@@ -123,7 +123,7 @@ class ServingFront:
             return await asyncio.wait_for(receive(), self.body_timeout_s)
         except asyncio.TimeoutError:
             raise HttpError(408, f"The request body stalled for {self.body_timeout_s:g} s (--body-timeout-s); "
-                                 "send the whole body at once.") from None
+                                 "send the whole body at once.", CLOSE) from None
 
     def limited(self, receive):
         """`receive` for the fallback app: its body parts within the limits too."""
@@ -147,9 +147,12 @@ def content_length(scope):
     return None
 
 
+CLOSE = [(b"connection", b"close")]  # the rest of an unread body must not be read as the next request
+
+
 def too_large(size, limit, qualifier=""):
     return HttpError(413, f"The request body is {qualifier}{size} bytes; this server reads at most {limit} "
-                          "(--max-body-bytes). Split the request.")
+                          "(--max-body-bytes). Split the request.", CLOSE)
 
 
 def check_method(method, *allowed):
