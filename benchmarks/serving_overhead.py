@@ -26,7 +26,7 @@ import time
 import urllib.request
 
 from benchmarks._subprocess import run_config
-from benchmarks.common import cpu_description
+from benchmarks.common import conditions_line, method_line
 from benchmarks.serving_load import NAME, drive, held_out_texts, start_server
 
 MODULE = "benchmarks.serving_overhead"
@@ -146,11 +146,9 @@ def run(args):
         f"{settings['sequence_length']}; {len(texts)} held-out sentences; {settings['duration_s']:g} s measured after "
         f"{settings['warmup_s']:g} s of warm-up, each side.",
         "",
-        f"Conditions: {cpu_description()}; load average {' '.join(f'{v:.1f}' for v in load_before)} at the start, "
-        f"{' '.join(f'{v:.1f}' for v in load_after)} at the end, on {os.cpu_count()} cores shared with other jobs; "
-        "the load generator runs on the same cores (its CPU is not counted).",
+        conditions_line(load_before, load_after, "the load generator runs on the same cores (its CPU is not counted)."),
         "",
-        f"Method: {__doc__.split('Measured: ')[1].split(chr(10) + chr(10))[0].strip()}",
+        method_line(__doc__),
     ])
 
 
