@@ -25,8 +25,9 @@ def test_f01_overwrite_never_deletes_the_preset_it_is_about_to_read(tmp_path, pr
     'No such directory or file: runs/x/preset' (tools/tune.py the same, with a traceback)."""
     train, dev, _ = sst2
     out = str(tmp_path / "runs" / "x")
-    code, _, err = run("finetune", *finetune_args(train, dev, preset, out))
-    assert code == 0, err[-3000:]
+    from tools import finetune
+
+    finetune.main(list(map(str, finetune_args(train, dev, preset, out))))  # the earlier run (in process: faster)
     before = _tree(out)
     for name, extra in (("finetune", []), ("tune", ["--grid", '{"learning_rate": [1e-3], "batch_size": [4], '
                                                              '"epochs": [1]}'])):
