@@ -37,6 +37,7 @@ from kserve.protocol.rest.v2_endpoints import register_v2_endpoints
 from keras_bert_zoo.serving.connection_guard import ConnectionGuard, connection_limit, raise_fd_limit
 from keras_bert_zoo.serving.guarded_http_protocol import protocol_class
 from keras_bert_zoo.serving.http_front import ServingFront
+from keras_bert_zoo.serving.rest_format import BadRequest
 from keras_bert_zoo.serving.server import ExportModel
 
 log = logging.getLogger("keras_bert_zoo.serving")
@@ -101,10 +102,18 @@ def kserve_app(models):
     app.add_api_route("/metrics", metrics_handler, methods=["GET"])
     register_v1_endpoints(app, dataplane, ModelRepositoryExtension(model_registry=repository))
     register_v2_endpoints(app, dataplane, ModelRepositoryExtension(model_registry=repository))
-    for error, status in ((InvalidInput, 400), (ModelNotFound, 404), (ModelNotReady, 503)):
+    for error, status in ((InvalidInput, 400), (BadRequest, 400), (ModelNotFound, 404), (ModelNotReady, 503)):
         app.add_exception_handler(error, lambda request, exc, status=status: JSONResponse(
             {"error": str(exc)}, status_code=status))
+    app.add_exception_handler(Exception, failed)
     return app
+
+
+async def failed(request, error):
+    """Any other failure of a KServe route: 500 and one log line (not a traceback per request)."""
+    reason = " ".join(str(error).split())[:500] or type(error).__name__
+    log.error("%s %s failed: %s: %s", request.method, request.url.path, type(error).__name__, reason)
+    return JSONResponse({"error": f"{type(error).__name__}: {reason}"}, status_code=500)
 
 
 def load_models(exports, settings):
