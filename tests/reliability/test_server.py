@@ -301,3 +301,11 @@ def test_w_sighup_and_sigint_drain_like_sigterm_and_a_corrupt_newest_version_is_
     assert len(corrupt) == 1 and f"version 2 does not load: {bases[1]}/2/saved_model.pb (" in corrupt[0], corrupt
     access = [line for line in text.splitlines() if "serving.access" in line]
     assert (access == []) == (sig == signal.SIGINT)  # --log-level warning: no access lines
+
+
+def test_o_the_tools_defaults_are_the_servers():
+    """tools/serve.py keeps its own copy of the defaults (its --help imports nothing): the same."""
+    from keras_bert_zoo.serving import server_app
+    from tools import serve
+
+    assert serve.DEFAULTS == server_app.DEFAULTS and serve.LOG_LEVELS == server_app.LOG_LEVELS
