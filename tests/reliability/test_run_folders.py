@@ -104,7 +104,7 @@ def test_w_dangling_output_dir_link_is_named_as_a_link(tmp_path, preset, sst2):
     assert "an existing file" not in line and os.path.islink(link) and not os.path.exists(tmp_path / "gone")
 
 
-def test_w_ctrl_c_is_one_line_and_the_folder_says_what_was_left(tmp_path, preset, sst2):
+def test_w_ctrl_c_is_one_line_and_exit_130(tmp_path, preset, sst2):
     """Was: Ctrl-C printed a 40-line traceback."""
     train, dev, _ = sst2
     out = tmp_path / "run"
