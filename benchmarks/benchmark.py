@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from tools._startup import import_tensorflow  # noqa: E402
 
 SECTIONS = ("backbone", "tokenizer", "pretraining_data", "pretraining", "serving", "qa", "quantization",
-            "classification", "finetuning", "serving_load", "finetuning_memory")
+            "classification", "finetuning", "serving_load", "finetuning_memory", "serving_overhead", "slow_loris")
 DOC = ROOT / "docs" / "benchmarks.md"
 HEADER = """# Benchmarks
 

@@ -38,7 +38,7 @@ import httpx
 import numpy as np
 
 from benchmarks._subprocess import run_config
-from benchmarks.common import cpu_description
+from benchmarks.common import conditions_line, method_line
 from benchmarks.peak import measure_roof
 
 MODULE = "benchmarks.serving_load"
@@ -321,11 +321,9 @@ def run(args):
         f"warm-up{' (quick run: not a measurement)' if quick else ''}. SIGTERM exit codes: "
         f"{results['batching']['exit_code']}, {results['no_batching']['exit_code']}.",
         "",
-        f"Conditions: {cpu_description()}; load average {' '.join(f'{v:.1f}' for v in load_before)} at the start, "
-        f"{' '.join(f'{v:.1f}' for v in load_after)} at the end, on {os.cpu_count()} cores shared with other "
-        "jobs; the load generator runs on the same machine. fp32.",
+        conditions_line(load_before, load_after, "the load generator runs on the same machine. fp32."),
         "",
-        f"Method: {__doc__.split('Measured: ')[1].split(chr(10) + chr(10))[0].strip()}",
+        method_line(__doc__),
     ])
 
 

@@ -24,7 +24,8 @@ tool's `import_tensorflow` imports the package; tools default to TF_CPP_MIN_LOG_
 unreadable file, a refused folder) prints one line, `<tool>: error: <message>`, and exits 2, as
 argparse does for a bad flag; the message already names the flag or file, the place and the fix,
 so the traceback would only bury it. `--debug` (or KERAS_BERT_ZOO_DEBUG=1) shows the traceback
-too; any other exception is a bug and keeps its traceback.
+too; any other exception is a bug and keeps its traceback. Ctrl-C prints one line and exits 130,
+as a shell reports SIGINT.
 """
 
 import atexit
@@ -177,6 +178,15 @@ def run_main(main, argv=None, prog=None):
     argv = [arg for arg in argv if arg != DEBUG_FLAG]
     try:
         return main(argv)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        sys.stderr.flush()
+        sys.stderr.write(f"\n{prog or os.path.basename(sys.argv[0])}: interrupted (Ctrl-C): stopped where it was; "
+                         "what it wrote before is kept, and a rerun of the same command says what that is "
+                         f"(add {DEBUG_FLAG} for the traceback)\n")
+        sys.stderr.flush()
+        sys.exit(130)
     except Exception as e:  # noqa: BLE001 (re-raised unless it is a user error)
         if debug or not is_user_error(e):
             raise

@@ -88,18 +88,23 @@ def main(argv=None):
     import_tensorflow()
     from keras_bert_zoo.serving.client import load_task  # lazy: TensorFlow after argument checks (start-up time)
     from keras_bert_zoo.serving.export import export, export_target, exported_precision  # lazy: as above
+    from keras_bert_zoo.utils.disk_space import check_free_space  # lazy: as above
     from keras_bert_zoo.utils.precision import precision_line  # lazy: as above
 
     try:  # before the model loads: a refused folder costs no time
-        target = export_target(args.output, args.version, args.overwrite, TOOL_OPTIONS)
+        export_target(args.output, args.version, args.overwrite, TOOL_OPTIONS)
     except ValueError as e:
         raise ValueError(f"--output: {e}") from e
     task = load_task(args.model, dtype=args.precision)
+    # Room for the variables (float32: 4 bytes a parameter) before the graph is traced and written.
+    check_free_space([("--output", args.output, 4 * task.count_params(), "the SavedModel's variables")])
     print(precision_line(exported_precision(task), args.precision), flush=True)
     if args.quantize:
         task.quantize(args.quantize)
-    path = export(task, target, signatures=tuple(args.signatures), text_inputs=args.text_inputs,
-                  overwrite=args.overwrite, max_input_chars=args.max_input_chars)
+    # The folder as given: a model folder's next version is taken when the export is published
+    # (another export may have taken the one export_target saw).
+    path = export(task, args.output, signatures=tuple(args.signatures), text_inputs=args.text_inputs,
+                  version=args.version, overwrite=args.overwrite, max_input_chars=args.max_input_chars)
     print(f"Exported {type(task).__name__} to {path} (signatures: {', '.join(args.signatures)})")
     return path
 

@@ -56,11 +56,16 @@ strings (what tools/export.py writes from D/preset, in the run's precision; GLUE
 `text_a` and `text_b`), so serving it needs no second step.
 
 Before the preset is read, the folders are checked: each must be writable, neither inside the
-other, D empty or new, E empty, new or an export. D/run_files.json lists what a run wrote; a D
-that holds a run is refused unless --overwrite is given, which removes that run's files (after
-every check, before training) and replaces an export in E. A D holding files no run recorded is
-refused even with --overwrite (they are not ours to delete). A bad flag, file or folder prints one
-line, `finetune.py: error: ...`, and exits 2 (--debug: the traceback too).
+other, D empty or new, E empty, new or an export, and their file systems must have room for the
+preset and the export. D/run_files.json lists what a run wrote; a D that holds a run is refused
+unless --overwrite is given, which removes that run's files (after every check, before training)
+and replaces an export in E. A D holding files no run recorded is refused even with --overwrite
+(they are not ours to delete), and so is a --preset or data file among the files it would remove.
+A run holds D's lock while it runs: a second run into D is refused, naming the first's process. A
+run killed before it wrote anything leaves nothing to keep: its record is replaced. The trained
+model is saved as D/preset before it is scored; a save that fails puts it in a rescue folder the
+error names. A bad flag, file or folder prints one line, `finetune.py: error: ...`, and exits 2
+(--debug: the traceback too); Ctrl-C one line, exit 130.
 """
 
 import argparse

@@ -13,7 +13,8 @@ Kill it and run the same command: finished trials are not run again. Writes OUTP
 (the best trial's model). A trial is scored by the task's official dev metric at the end of its run.
 
 A rerun resumes only the same experiment: the tuner folder's experiment.json (and results.json)
-record the task, the data files' names and sha256, every setting that changes a score, the grid,
+record the task, the preset's content (each file's sha256: a --preset folder replaced under the same
+name is another experiment), the data files' names and sha256, every setting that changes a score, the grid,
 restarts and objective; a rerun that changes any is refused before the data is read, naming each
 change, and so is an output folder holding a fine-tuning run or files no run recorded. --overwrite
 starts a new search instead (the old search's recorded files are removed; files no run recorded

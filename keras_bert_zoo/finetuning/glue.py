@@ -234,6 +234,12 @@ class GlueKind(TaskKind):
                 mismatched = "mismatched" in os.path.basename(c.test_file)
                 write_glue_submission(c.task, c.output_dir, ids, outputs, mismatched=mismatched)
 
+    def output_names(self):
+        names = super().output_names() + ["dev_predictions.tsv", "dev_mismatched_predictions.tsv"]
+        if self.config.task == "swag":
+            return names + ["test_predictions.tsv"]
+        return names + [glue_format(self.config.task).submission, "MNLI-mm.tsv"]
+
     def results(self, task, train_seconds, start, export_dir):
         c = self.config
         results = glue_results(c, self.callbacks, num_rows(self.train[0]), train_seconds, start, export_dir)

@@ -24,6 +24,7 @@ The shared helpers (`check_preset`, `recased`, `export_finetuned`, `write_result
 
 import logging
 import os
+import tempfile
 import time
 import warnings
 
@@ -133,6 +134,35 @@ def write_results(config, results, label=None):
     else:
         logger.info("%s", line)
     return results
+
+
+RESCUE_FOLDERS = (tempfile.gettempdir(), os.path.join(os.path.expanduser("~"), ".cache", "keras_bert_zoo"))
+"""Where a trained model goes when its own folder cannot take it (another file system, often)."""
+
+
+def save_or_rescue(task, directory):
+    """`task.save_to_preset(directory)`; where that fails (a full disk, a folder made read-only
+    meanwhile), the trained model is saved to a new folder under `RESCUE_FOLDERS` instead and the
+    ValueError raised names it, so training is never lost to a failed save. Returns `directory`."""
+    try:
+        return task.save_to_preset(directory)
+    except Exception as error:  # noqa: BLE001 (any failure of the save: the model must go somewhere)
+        reason = " ".join(str(error).split()) or type(error).__name__
+        tried = []
+        for base in RESCUE_FOLDERS:
+            try:
+                os.makedirs(base, exist_ok=True)
+                rescue = tempfile.mkdtemp(prefix="rescued-preset-", dir=base)
+                task.save_to_preset(os.path.join(rescue, "preset"))
+            except Exception as again:  # noqa: BLE001 (the next folder is tried)
+                tried.append(f"{base} ({' '.join(str(again).split())[:120]})")
+                continue
+            raise ValueError(
+                f"Could not save the trained model to {directory} ({reason[:300]}); it was saved to "
+                f"{os.path.join(rescue, 'preset')} instead ({type(task).__name__}.from_preset loads it). Free space "
+                "or fix the folder, move the preset where you want it, and rerun only what is missing.") from error
+        raise ValueError(f"Could not save the trained model to {directory} ({reason[:300]}), nor to a rescue "
+                         f"folder: {'; '.join(tried)}. The model is lost; free space and rerun.") from error
 
 
 def per_second(count, seconds):
@@ -271,10 +301,16 @@ class TaskKind:
         return write_card(directory, facts)
 
     def export(self, task):
-        """`export_finetuned` with this kind's text inputs."""
-        return export_finetuned(task, self.config, self.text_inputs, getattr(self, "export_path", None),
-                                getattr(self, "export_overwrite", False))
+        """`export_finetuned` with this kind's text inputs, into `config.export_dir` as checked before
+        the run (a model folder's next version is taken when the export is published, not before)."""
+        return export_finetuned(task, self.config, self.text_inputs, None, getattr(self, "export_overwrite", False))
 
     def save_preset(self, task):
-        """`output_dir/preset/`: the fine-tuned task, which `task_class.from_preset` reloads."""
-        task.save_to_preset(os.path.join(self.config.output_dir, "preset"))
+        """`output_dir/preset/`: the fine-tuned task, which `task_class.from_preset` reloads
+        (`save_or_rescue`: a failed save puts it elsewhere and names where)."""
+        save_or_rescue(task, os.path.join(self.config.output_dir, "preset"))
+
+    def output_names(self):
+        """The names this kind's run may write into `output_dir` (what an interrupted run's
+        rerun takes as its files; `output_dirs.claim_run_dir`). A kind adds its own."""
+        return ["preset", "results.json", CURVES_FILE, TENSORBOARD_DIR]

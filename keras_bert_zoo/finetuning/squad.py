@@ -23,6 +23,8 @@ import json
 import os
 import time
 
+import numpy as np
+
 from keras_bert_zoo.data.squad import SquadData, load_squad_tfds, read_squad
 from keras_bert_zoo.finetuning.config import TFDS_PREFIX, flag
 from keras_bert_zoo.finetuning.kind import TaskKind, per_second
@@ -79,14 +81,25 @@ def first_questions(data, n):
                      data.answer_starts[:n], data.skipped)
 
 
-def count_windows(preprocessor, data):
-    """How many windows the questions of `data` make (what the model runs on)."""
-    total = 0
+def window_counts(preprocessor, data):
+    """`(windows, the most of one question, that question's id)` of the questions of `data`."""
+    total, most, which = 0, 0, None
     for begin in range(0, len(data), COUNT_CHUNK):
         windows = preprocessor.windows(data.questions[begin:begin + COUNT_CHUNK],
                                        data.contexts[begin:begin + COUNT_CHUNK])
-        total += int(windows["example_index"].shape[0])
-    return total
+        per_question = np.bincount(np.asarray(windows["example_index"]).reshape(-1))
+        total += int(per_question.sum())
+        if len(per_question) and per_question.max() > most:
+            most, which = int(per_question.max()), data.ids[begin + int(per_question.argmax())]
+    return total, most, which
+
+
+def windows_line(name, data, counts, sequence_length):
+    """The line that says what a file's questions cost: questions, windows, the longest."""
+    total, most, which = counts
+    return (f"{name}: {len(data)} questions -> {total} windows of {sequence_length} tokens "
+            f"(question {which!r} makes the most, {most}, from a {len(data.contexts[list(data.ids).index(which)]):,}"
+            f"-character context)" if which is not None else f"{name}: {len(data)} questions -> no windows")
 
 
 class SquadKind(TaskKind):
@@ -162,7 +175,6 @@ class SquadKind(TaskKind):
     def score(self, task):
         """The run's dev scoring after training: `predict_dev`, the dev windows counted."""
         metrics, _ = self.predict_dev(task)
-        self.dev_windows = count_windows(task.preprocessor, self.dev)
         if self.config.progress:
             print(f"dev ({len(self.dev)} questions, {self.dev_windows} windows): {metrics}")
         return metrics
@@ -173,8 +185,20 @@ class SquadKind(TaskKind):
             atomic_write_json(os.path.join(self.config.output_dir, "null_odds.json"), self.null_odds)
         self.save_preset(task)
 
+    def output_names(self):
+        return super().output_names() + ["predictions.json", "null_odds.json"]
+
     def fit(self, task):
-        self.train_windows = count_windows(task.preprocessor, self.train_data)
+        # Both files windowed before training: what the run will cost is said first (one long
+        # context makes thousands of windows), and the dev file is known to window.
+        length = task.preprocessor.sequence_length
+        for name, data in (("train", self.train_data), ("dev", self.dev)):
+            counts = window_counts(task.preprocessor, data)
+            print(windows_line(name, data, counts, length), flush=True)
+            if name == "train":
+                self.train_windows = counts[0]
+            else:
+                self.dev_windows = counts[0]
         return super().fit(task)
 
     def results(self, task, train_seconds, start, export_dir):

@@ -160,6 +160,9 @@ class TaggingKind(TaskKind):
         """The last epoch's entity scores (`fit` scored every epoch)."""
         return {k: self.callback.scores[k] for k in self.objectives}
 
+    def output_names(self):
+        return super().output_names() + [PREDICTIONS_FILE]
+
     def write(self, task):
         dev = self.dev_data
         write_conll_predictions(os.path.join(self.config.output_dir, PREDICTIONS_FILE), dev.words, dev.tags,

@@ -7,7 +7,7 @@ import keras
 
 from keras_bert_zoo.presets import config as preset_config
 from keras_bert_zoo.presets.class_presets import ClassPresets
-from keras_bert_zoo.presets import loading
+from keras_bert_zoo.presets import loading, weight_sizes
 from keras_bert_zoo.weights import mapping
 
 
@@ -61,9 +61,15 @@ class Backbone(keras.Model):
         """
         config = dict(preset_config.get_preset_config(preset))
         config.update(kwargs)
+        # Sizes are checked against the weights (or, without them, the machine's memory) before
+        # anything is allocated: a hand-edited config must not build for minutes, then fail.
+        if not load_weights:
+            weight_sizes.check_fits_memory(config, preset)
+            return cls(**config)
+        tensors, source = loading.read_preset_tensors(preset, verify=verify)
+        weight_sizes.check_config_against_weights(config, tensors, source)
         model = cls(**config)
-        if load_weights:
-            loading.load_backbone_weights(model, preset, verify=verify)
+        loading.assign_declared_weights(model, tensors, source)
         return model
 
     def save_to_preset(self, directory, vocabulary=None):

@@ -183,8 +183,9 @@ class BertSpanExtractor(Task):
         Args:
             x: a tuple `(questions, contexts)` of strings, a list of
                 `(question, context)` pairs, or packed ids (a dict with `token_ids`).
-            batch_size: int. Questions per step (each may have several windows).
-                Defaults to 32.
+            batch_size: int. Questions per step (each may have several windows), and the
+                most windows one forward pass runs (a long passage's windows go through in
+                batches of this size). Defaults to 32.
 
         Returns:
             For raw text, a dict of NumPy arrays, one entry per question:
@@ -205,7 +206,11 @@ class BertSpanExtractor(Task):
             batch_contexts = contexts[begin : begin + size]
             windows = self.preprocessor.windows(questions[begin : begin + size], batch_contexts)
             inputs, _, _ = inputs_lib.trim_to_longest({k: windows[k] for k in inputs_lib.SEQUENCE_KEYS})
-            start_logits, end_logits = self._window_logits(inputs)
+            # At most `size` windows a forward pass: one long passage makes thousands of windows, and
+            # the activations of all of them at once would hold memory in proportion to the passage.
+            parts_logits = [self._window_logits({k: v[w : w + size] for k, v in inputs.items()})
+                            for w in range(0, int(inputs["token_ids"].shape[0]), size)]
+            start_logits, end_logits = (np.concatenate([p[i] for p in parts_logits]) for i in (0, 1))
             cut = start_logits.shape[1]
             outputs = {key: windows[key][:, :cut] if key != "example_index" else windows[key] for key in WINDOW_FIELDS}
             outputs.update(start_logits=start_logits, end_logits=end_logits, contexts=batch_contexts)

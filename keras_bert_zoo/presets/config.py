@@ -93,3 +93,15 @@ def stated_strip_accents(preset):
         return sources.tokenizer_settings(*sources.locate(preset)).get("strip_accents")
     except (ValueError, OSError, KeyError):
         return None  # not readable as a checkpoint: the tokenizer's default
+
+
+def parameter_count(config):
+    """The number of parameters of a `BertBackbone` of `config` (a backbone config dict), pooler
+    included: what a saved preset or an export holds (times 4 bytes in float32), known before any
+    tensor is allocated."""
+    vocabulary, hidden = int(config["vocabulary_size"]), int(config["hidden_dim"])
+    intermediate, layers = int(config["intermediate_dim"]), int(config["num_layers"])
+    positions, segments = int(config["max_sequence_length"]), int(config.get("num_segments", 2))
+    embeddings = (vocabulary + positions + segments) * hidden + 2 * hidden
+    layer = 4 * (hidden * hidden + hidden) + 2 * hidden * intermediate + intermediate + hidden + 4 * hidden
+    return embeddings + layers * layer + hidden * hidden + hidden

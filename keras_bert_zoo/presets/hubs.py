@@ -9,12 +9,14 @@ layout, before anything is read from it.
 """
 
 import os
+import re
 
 from keras_bert_zoo.presets import download, hf_hub, preset_format
 
 HF_SCHEME = hf_hub.SCHEME
 KAGGLE_SCHEME = "kaggle://"
 HubFileMissingError = hf_hub.HubFileMissingError
+KAGGLE_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # Kaggle's slugs; no `.`/`..` path step
 
 
 def is_hub_handle(preset):
@@ -67,6 +69,13 @@ def refuse_unreadable_layout(handle, folder):
 def parse_kaggle_handle(handle):
     """`kaggle://owner/model/framework/variation[/version]` -> `(slug, version or None)`."""
     parts = handle.strip()[len(KAGGLE_SCHEME):].strip("/").split("/")
+    unsafe = [p for p in parts if not KAGGLE_PART.fullmatch(p)]
+    if unsafe:  # `..` or `.` would lead out of kagglehub's cache folder (and Kaggle names no such model)
+        raise ValueError(
+            f"{handle!r} is not a Kaggle model handle: {unsafe[0]!r} is not a name (each part of "
+            "kaggle://owner/model/framework/variation/version is letters, digits, '-', '_' or '.', not '.' or '..'), "
+            "e.g. kaggle://keras/bert/keras/bert_base_en_uncased/2."
+        )
     if len(parts) not in (4, 5) or not all(parts) or (len(parts) == 5 and not parts[4].isdigit()):
         raise ValueError(
             f"{handle!r} is not a Kaggle model handle: write kaggle://owner/model/framework/variation/version, "
@@ -100,6 +109,19 @@ def kaggle_missing(handle, slug, version, model_handle, why):
     )
 
 
+def inside_kaggle_cache(handle, folder):
+    """`folder`, which kagglehub resolved `handle` to, where it lies inside kagglehub's cache folder
+    (links resolved); else ValueError: a model is read only from where kagglehub keeps models."""
+    from kagglehub import config  # lazy: as in `cached_kaggle_versions`
+
+    cache_root = os.path.realpath(config.get_cache_folder())
+    real = os.path.realpath(folder)
+    if real != cache_root and not real.startswith(cache_root.rstrip(os.sep) + os.sep):
+        raise ValueError(f"{handle} resolved to {real}, outside kagglehub's cache folder {cache_root}: "
+                         "refused. Pass the model's own handle (kaggle://owner/model/framework/variation/version).")
+    return folder
+
+
 def kaggle_folder(handle):
     """Returns the local folder of a Kaggle model handle through `kagglehub.model_download`.
 
@@ -117,9 +139,9 @@ def kaggle_folder(handle):
         folder = version and cache.Cache().load_from_cache(model_handle)
         if not folder:
             raise kaggle_missing(handle, slug, version, model_handle, f"{download.OFFLINE_ENV}=1 forbids downloading")
-        return folder
+        return inside_kaggle_cache(handle, folder)
     try:
-        return kagglehub.model_download(slug)
+        return inside_kaggle_cache(handle, kagglehub.model_download(slug))
     except exceptions.KaggleApiHTTPError as e:
         raise ValueError(f"{handle}: Kaggle answered {' '.join(str(e).split())}") from e
     except (requests.ConnectionError, requests.Timeout) as e:

@@ -1,6 +1,7 @@
 """Finds a preset's files: a registry entry (downloaded, verified, converted once into
 the cache) or a local directory / archive in our, Google's, HF's or keras-hub's layout."""
 
+import hashlib
 import logging
 import os
 import tarfile
@@ -105,6 +106,21 @@ def locate(preset):
         else:
             path = os.path.dirname(os.path.abspath(path))
     return detect_layout(path)
+
+
+def preset_fingerprint(preset):
+    """The sha256 of a preset's content: each file of its folder (hidden names aside), path and
+    sha256, in name order. Two folders of one name hold the same model exactly when these agree
+    (a search resumes only on the same backbone, whatever the folder is called)."""
+    _, directory = locate(preset)
+    paths = []
+    for folder, subfolders, names in os.walk(directory):
+        subfolders[:] = [n for n in subfolders if not n.startswith(".")]
+        paths += [os.path.join(folder, n) for n in names if not n.startswith(".")]
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(f"{os.path.relpath(path, directory)}\0{files.sha256_file(path)}\n".encode())
+    return digest.hexdigest()
 
 
 def read_config(layout, directory):

@@ -9,7 +9,8 @@ import os
 import keras
 
 from keras_bert_zoo.utils import quantization
-from keras_bert_zoo.presets import loading, model_card, preset_format, registry, sources, task_heads
+from keras_bert_zoo.presets import config as preset_config
+from keras_bert_zoo.presets import loading, model_card, preset_format, registry, sources, task_heads, weight_sizes
 from keras_bert_zoo.weights import mapping
 
 logger = logging.getLogger("keras_bert_zoo.models")
@@ -77,6 +78,10 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     tensors = source = None
     if load_weights:
         tensors, source = loading.read_preset_tensors(preset)
+        # Before anything is built: the config's sizes and the vocabulary against the weights.
+        weight_sizes.check_config_against_weights({**preset_config.get_preset_config(preset), **kwargs}, tensors,
+                                                  source)
+        weight_sizes.check_vocabulary_fits(sources.vocabulary_path(*sources.locate(preset)), tensors, source)
         for key, value in cls.config_from_checkpoint(tensors).items():
             if task.get("source") and key in task_kwargs and task_kwargs[key] != value:
                 raise ValueError(f"{task['source']} says {key}={task_kwargs[key]}, its weights {key}={value}: "

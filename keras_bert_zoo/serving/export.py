@@ -28,7 +28,11 @@ export at `path` untouched.
 Where it writes (`export_target`): only its own SavedModel directory. A folder holding other
 files is refused; in TF Serving's layout (MODEL/<version>/) a new version folder is added
 (`version`, by default the next number) and the others are left alone; an earlier export
-is replaced only with `overwrite=True`.
+is replaced only with `overwrite=True`. The next number is taken at the rename that publishes
+the export (`serving/versions.py`), so two exports into one model folder at once get two
+versions; a target that another writer filled while this export ran is never replaced without
+`overwrite`. A write that fails (a full disk) is one ValueError naming the folder and the
+reason; nothing is left, and an earlier export there is kept.
 
 Bounded requests: each string input is read up to its first `max_input_chars` characters
 (100 000 by default), so a request of any length costs memory in proportion to that cap
@@ -42,6 +46,8 @@ the request fails with a message naming the input and the limit.
 """
 
 import os
+import re
+import shutil
 import tempfile
 
 import tensorflow as tf
@@ -50,13 +56,18 @@ from tensorflow.core.protobuf import saved_model_pb2
 from keras_bert_zoo.models import answer_names
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.serving import specs as export_tasks
+from keras_bert_zoo.serving.export_target import (RECORD, VOCABULARY_FILE, export_target, is_export,
+                                                  next_version_base)
 from keras_bert_zoo.serving.spec_base import PREDICT, check_ids, check_rows
+from keras_bert_zoo.serving.versions import publish_next_version
 from keras_bert_zoo.text import normalize as norm
 from keras_bert_zoo.text.vocabulary import save_vocabulary
 from keras_bert_zoo.utils import files, keras_internals
 
+__all__ = ["MAX_INPUT_CHARS", "RECORD", "SIGNATURES", "export", "export_target", "exported_precision", "is_export",
+           "serving_functions"]
+
 SIGNATURES = ("text", "ids", "examples")
-VOCABULARY_FILE = "vocab.txt"
 MAX_INPUT_CHARS = 100_000
 """Characters of each string input an export reads by default (see the module: long inputs)."""
 
@@ -195,79 +206,6 @@ def _set_method_names(directory, methods):
         f.write(saved_model.SerializeToString())
 
 
-RECORD = os.path.join("assets.extra", "keras_bert_zoo_export.json")
-"""What marks a SavedModel as `export`'s (TF Serving reads nothing of `assets.extra/` but its warmup file)."""
-SAVED_MODEL_ENTRIES = {"saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra"}
-API_OPTIONS = {"version": "version=N or version='next'", "overwrite": "overwrite=True"}
-"""How `export_target`'s messages name its options; tools pass their flags' names."""
-
-
-def is_export(directory):
-    """True if `directory` holds a SavedModel `export` wrote: with its record, or (written
-    before the record) a SavedModel with our vocabulary asset and nothing else."""
-    if os.path.isfile(os.path.join(directory, RECORD)):
-        return True
-    names = set(os.listdir(directory))
-    return ("saved_model.pb" in names and names <= SAVED_MODEL_ENTRIES
-            and os.path.isfile(os.path.join(directory, "assets", VOCABULARY_FILE)))
-
-
-def _versions(path):
-    """The numbered version folders in `path` (TF Serving's MODEL/<version>/), or None where
-    `path` holds anything else (hidden names aside) or nothing."""
-    if not os.path.isdir(path):
-        return None
-    names = [n for n in os.listdir(path) if not n.startswith(".")]
-    if not names or not all(n.isdigit() and os.path.isdir(os.path.join(path, n)) for n in names):
-        return None
-    return sorted(int(n) for n in names)
-
-
-def export_target(path, version=None, overwrite=False, options=None):
-    """The SavedModel directory `export` writes for `path`; ValueError, before anything is
-    written, where writing it would touch what is not an earlier export.
-
-    `version` None: `path` itself, or where `path` is a TF Serving model folder (only numbered
-    version folders in it), its next version `path/<highest + 1>`. An int >= 0: `path/<version>`;
-    "next": the next free number under `path` (1 in a new folder); other files there stay. The
-    target must be new, empty or, with `overwrite`, an earlier export (replaced once the new one
-    is complete). `options`: how messages name `version` and `overwrite` (default: as arguments).
-    """
-    options = options or API_OPTIONS
-    path = os.path.abspath(os.fspath(path))
-    if version is None and _versions(path):
-        version = "next"
-    if version is not None:
-        if not (version == "next" or (isinstance(version, int) and not isinstance(version, bool) and version >= 0)):
-            raise ValueError(f"`version` must be an int >= 0 or 'next'. Received: version={version!r}.")
-        if os.path.lexists(path) and not os.path.isdir(path):
-            raise ValueError(f"{path} is a file; a version goes in a model's folder. Pass a directory.")
-        if os.path.isfile(os.path.join(path, "saved_model.pb")):
-            raise ValueError(f"{path} is itself a SavedModel; a version goes in the model's folder above it "
-                             f"(TF Serving's MODEL/<version>/). Pass {os.path.dirname(path)} or another folder.")
-        if version == "next":
-            taken = [int(n) for n in os.listdir(path) if n.isdigit()] if os.path.isdir(path) else []
-            version = max(taken, default=0) + 1
-        path = os.path.join(path, str(version))
-    if not os.path.lexists(path):
-        return path
-    if not os.path.isdir(path):
-        raise ValueError(f"{path} is a file, not a directory; an export never replaces it. "
-                         "Pass a new or empty directory.")
-    entries = sorted(os.listdir(path))
-    if not entries:
-        return path
-    if not is_export(path):
-        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-        raise ValueError(f"{path} holds files that are not an export of keras_bert_zoo ({shown}); an export "
-                         f"never writes over them. Pass a new or empty directory, or add a TF Serving version "
-                         f"folder in it with {options['version']}.")
-    if not overwrite:
-        raise ValueError(f"{path} holds an earlier export. Pass {options['overwrite']} to replace it (once the "
-                         f"new one is complete), or {options['version']} on its model folder for a new version.")
-    return path
-
-
 def export(task, path, *, signatures=SIGNATURES, text_inputs=None, version=None, overwrite=False,
            max_input_chars=MAX_INPUT_CHARS):
     """Writes `task` as a SavedModel that answers raw strings (see the module).
@@ -318,16 +256,50 @@ def export(task, path, *, signatures=SIGNATURES, text_inputs=None, version=None,
                                         or max_input_chars < 1):
         raise ValueError(f"`max_input_chars` must be a positive int or None. Received: {max_input_chars!r}.")
     spec = export_tasks.serving_spec(task, text_inputs)
+    base = next_version_base(path, version)
     path = export_target(path, version, overwrite)
     with tempfile.TemporaryDirectory() as scratch:
         vocabulary_path = os.path.join(scratch, VOCABULARY_FILE)
         save_vocabulary(task.preprocessor.tokenizer.get_vocabulary(), vocabulary_path)
         module = _ServingModule(task, vocabulary_path)
         functions = serving_functions(task, spec, signatures, max_input_chars)
-        with files.atomic_directory(path) as tmp:
-            tf.saved_model.save(module, tmp, signatures={k: fn for k, (fn, _) in functions.items()})
-            _set_method_names(tmp, {k: method for k, (_, method) in functions.items()})
-            files.atomic_write_json(os.path.join(tmp, RECORD), {
-                "format": "keras_bert_zoo", "task": type(task).__name__, "signatures": list(signatures),
-                "max_input_chars": max_input_chars, "precision": exported_precision(task)})
+        record = {"format": "keras_bert_zoo", "task": type(task).__name__, "signatures": list(signatures),
+                  "max_input_chars": max_input_chars, "precision": exported_precision(task)}
+        try:
+            if base is not None:
+                return _publish_version(module, functions, record, base)
+            with files.atomic_directory(path, replace=overwrite) as tmp:
+                _write_saved_model(module, functions, record, tmp)
+        except (OSError, tf.errors.OpError) as e:
+            raise ValueError(_write_failure(path if base is None else base, e)) from e
     return path
+
+
+def _write_saved_model(module, functions, record, directory):
+    tf.saved_model.save(module, directory, signatures={k: fn for k, (fn, _) in functions.items()})
+    _set_method_names(directory, {k: method for k, (_, method) in functions.items()})
+    files.atomic_write_json(os.path.join(directory, RECORD), record)
+
+
+def _publish_version(module, functions, record, base):
+    """Writes the SavedModel into a hidden folder in `base`, then renames it to the next version."""
+    os.makedirs(base, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".tmp-export-{os.getpid()}-", dir=base)
+    try:
+        os.chmod(tmp, 0o777 & ~files.current_umask())
+        _write_saved_model(module, functions, record, tmp)
+        return publish_next_version(tmp, base)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_failure(path, error):
+    """The one line of an export that could not be written (a full disk, a lost permission)."""
+    if isinstance(error, OSError) and error.strerror:
+        reason = error.strerror
+    else:  # TensorFlow's: `{{function_node ...}} <file>; No space left on` (its own words, cut short)
+        reason = re.sub(r"\{\{[^}]*\}\}\s*", "", (getattr(error, "message", None) or str(error)).strip())
+        reason = "No space left on device" if "No space left" in reason else (reason.splitlines() or [""])[0]
+    return (f"Could not write the SavedModel to {path}: {' '.join(reason.split())[:300]}. Nothing was written "
+            "there (an earlier export there is kept). Free space or fix the folder and export again.")

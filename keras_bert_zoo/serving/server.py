@@ -1,5 +1,5 @@
-"""A model server for our SavedModel exports on KServe's model server (`kserve.Model` +
-`kserve.ModelServer`), answering TF Serving's REST API (KServe's v1 protocol):
+"""A model server for our SavedModel exports on KServe (`kserve.Model`, KServe's model repository
+and v1 routes), answering TF Serving's REST API (KServe's v1 protocol):
 
 - `POST /v1/models/<name>:predict` with `{"instances": [...]}` (row format) -> `{"predictions":
   [...]}` or `{"inputs": ...}` (columnar) -> `{"outputs": ...}`, as TF Serving answers the same
@@ -11,7 +11,9 @@
 
 One server answers several exports, each under its own name, as TF Serving's model config does.
 An export given as TF Serving's base path (`DIR/<version>/saved_model.pb`, as tools/export.py
-writes versions) serves its highest version; a folder named by a number is that version.
+writes versions) serves its highest version that loads: a newer one that does not (a corrupt or
+half-copied file) is named in one log line, with its version and the reason, and the next one is
+served; a folder named by a number is that version.
 
 Outputs padded to the longest row of a call (a token classifier's entities, the features'
 tokens, fill-mask's masks: each has its `num_*` count) are cut to each row's own count, so a
@@ -22,55 +24,65 @@ worker takes up to `max_batch_size` rows (waiting at most `max_wait_ms` for more
 into one call of the signature, run off the event loop. KServe has no in-process batcher (its
 batcher is the Kubernetes agent sidecar), hence the queue. A request larger than a batch runs
 alone, in batches; more than `max_instances` rows get a 413; more than `max_queue` waiting
-requests get a 503 with `Retry-After`. Bad requests get a 400 naming what is wrong (KServe's
-`InvalidInput`), and never reach the queue.
+requests get a 503 with `Retry-After`. Bad requests get a 400 naming what is wrong, and never
+reach the queue. `/metrics` (Prometheus) has, per model, the rows of each call of the signature
+(`kbz_batch_size`, a histogram: batching at work shows as calls of many rows) and the requests
+waiting (`kbz_queue_depth`), beside the connections the server closed (`server_app.py`).
 
+The HTTP side (routes, limits, timeouts, signals, logging) is `server_app.serve`'s.
 kserve is an optional dependency (the `serve` extra): import this module only to serve.
 """
 
 import asyncio
+import logging
 import os
-import time
 
-import fastapi
 import kserve
-import kserve.model_server
 import numpy as np
+import prometheus_client
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops our exports' tokenizers use)
-from kserve.errors import InvalidInput, ModelNotFound
 
 from keras_bert_zoo.serving.client import input_names
-from keras_bert_zoo.serving.rest_format import (
-    SIGNATURE,
-    BadRequest,
-    cut_padding,
-    encode_value,
-    format_response,
-    parse_request,
-    value_size,
-)
+from keras_bert_zoo.serving.http_front import HttpError
+from keras_bert_zoo.serving.rest_format import SIGNATURE, cut_padding, encode_value, format_response, parse_request, \
+    value_size
+from keras_bert_zoo.serving.versions import is_version_name
 
 RETRY_AFTER_S = 1
-def resolve_version(path):
-    """An export folder -> (the SavedModel folder, its version as TF Serving names it).
+log = logging.getLogger("keras_bert_zoo.serving")
+BATCH_SIZE = prometheus_client.Histogram(
+    "kbz_batch_size", "Rows in each call of a model's signature (dynamic batching groups requests into one call).",
+    ["model"], buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096))
+QUEUE_DEPTH = prometheus_client.Gauge("kbz_queue_depth", "Requests waiting for a model's batch worker.", ["model"])
 
-    `DIR/<n>/saved_model.pb` folders (TF Serving's base path): the highest n. A SavedModel folder
-    named by a number: that number. Another SavedModel folder: version "1"."""
+
+def candidate_versions(path):
+    """An export folder -> `[(SavedModel folder, version as TF Serving names it)]`, newest first.
+
+    `DIR/<n>/saved_model.pb` folders (TF Serving's base path): each n, highest first (a name that
+    is not ASCII digits is not a version, as TF Serving skips it). A SavedModel folder named by a
+    number: that number. Another SavedModel folder: version "1"."""
     path = os.path.normpath(path)
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         name = os.path.basename(path)
-        return path, name if name.isdigit() else "1"
+        return [(path, name if is_version_name(name) else "1")]
     versions = sorted(
         (int(v) for v in (os.listdir(path) if os.path.isdir(path) else [])
-         if v.isdigit() and os.path.isfile(os.path.join(path, v, "saved_model.pb"))),
-    )
+         if is_version_name(v) and os.path.isfile(os.path.join(path, v, "saved_model.pb"))), reverse=True)
     if not versions:
         raise FileNotFoundError(
             f"--model {path}: no saved_model.pb there nor in a version folder (<n>/saved_model.pb). "
             "Give the folder tools/export.py wrote."
         )
-    return os.path.join(path, str(versions[-1])), str(versions[-1])
+    return [(os.path.join(path, str(v)), str(v)) for v in versions]
+
+
+def load_failure(folder, error):
+    """One line saying why a SavedModel folder does not load: the file and the reason."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reason = next((line for line in lines if folder in line), lines[0] if lines else type(error).__name__)
+    return f"{os.path.join(folder, 'saved_model.pb')} ({type(error).__name__}: {reason[:300]})"
 
 
 def warm_up_value(shape):
@@ -90,22 +102,16 @@ def model_status(model):
     }
 
 
-class Overloaded(fastapi.HTTPException):
-    """More requests wait than the queue holds: 503 with `Retry-After` (FastAPI answers it)."""
-
-    def __init__(self, limit):
-        super().__init__(
-            503,
-            detail=f"Server overloaded: more than {limit} requests are queued. Retry later.",
-            headers={"Retry-After": str(RETRY_AFTER_S)},
-        )
+def overloaded(limit):
+    """More requests wait than the queue holds: 503 with `Retry-After`."""
+    return HttpError(503, f"Server overloaded: more than {limit} requests are queued. Retry later.",
+                     [(b"retry-after", str(RETRY_AFTER_S).encode())])
 
 
-class TooLarge(fastapi.HTTPException):
+def too_many_rows(count, limit):
     """A request with more rows than the server answers at once: 413."""
-
-    def __init__(self, count, limit):
-        super().__init__(413, detail=f"{count} instances in one request; at most {limit} are answered. Split it.")
+    return HttpError(413, f"{count} instances in one request; at most {limit} are answered (--max-instances). "
+                          "Split it.")
 
 
 class Pending:
@@ -149,16 +155,38 @@ class ExportModel(kserve.Model):
         self.batches = 0
 
     def load(self):
-        """Loads the export's serving signature and warms it up."""
-        self.saved_model_dir, self.version = resolve_version(self.export_dir)
-        self.loaded = tf.saved_model.load(self.saved_model_dir)
-        self.function = self.loaded.signatures[SIGNATURE]
+        """Loads the newest version of the export that loads and answers, and warms it up; a newer
+        one that fails is named in one warning line (file, version, reason).
+
+        Raises:
+            ValueError: no version loads, naming each and why.
+        """
+        failures = []
+        for folder, version in candidate_versions(self.export_dir):
+            try:
+                self.load_version(folder)
+            except Exception as error:  # noqa: BLE001 (any failure to load: the next version is tried)
+                failures.append(f"version {version}: {load_failure(folder, error)}")
+                log.warning("%s: version %s does not load: %s; trying the next version.", self.name, version,
+                            load_failure(folder, error))
+                continue
+            self.saved_model_dir, self.version, self.ready = folder, version, True
+            return self.ready
+        raise ValueError(f"--model {self.export_dir}: no version loads ({'; '.join(failures)}). Export it again "
+                         "(tools/export.py).")
+
+    def load_version(self, folder):
+        loaded = tf.saved_model.load(folder)
+        self.function = loaded.signatures[SIGNATURE]
+        self.loaded = loaded
         self.names = input_names(self.function)
         specs = self.function.structured_input_signature[1]
         self.shapes = {name: tuple(specs[name].shape[1:]) for name in self.names}
         self.run_rows([{name: warm_up_value(self.shapes[name]) for name in self.names}])
-        self.ready = True
-        return self.ready
+
+    def status(self):
+        """TF Serving's `GET /v1/models/<name>` answer (`model_status`)."""
+        return model_status(self)
 
     def run_rows(self, rows):
         """Calls the signature on rows (one padded batch); returns one output dict per row."""
@@ -182,6 +210,7 @@ class ExportModel(kserve.Model):
         loop = asyncio.get_running_loop()
         while True:
             group = [await self.queue.get()]
+            QUEUE_DEPTH.labels(self.name).set(self.queue.qsize())
             size = len(group[0].rows)
             deadline = loop.time() + self.max_wait_s
             while size < self.max_batch_size:
@@ -190,6 +219,7 @@ class ExportModel(kserve.Model):
                     item = self.queue.get_nowait() if timeout <= 0 else await asyncio.wait_for(self.queue.get(), timeout)
                 except (asyncio.QueueEmpty, asyncio.TimeoutError):
                     break
+                QUEUE_DEPTH.labels(self.name).set(self.queue.qsize())
                 if size + len(item.rows) > self.max_batch_size:
                     await self.run_group(group)
                     group, size = [item], len(item.rows)
@@ -203,6 +233,7 @@ class ExportModel(kserve.Model):
         if not group:
             return
         rows = [row for item in group for row in item.rows]
+        BATCH_SIZE.labels(self.name).observe(len(rows))
         try:
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
@@ -221,48 +252,16 @@ class ExportModel(kserve.Model):
 
     async def predict(self, payload, headers=None):
         """A v1 request body -> TF Serving's response; batched with concurrent requests."""
-        try:
-            form, rows = parse_request(payload, self.names, self.shapes)
-        except BadRequest as error:
-            raise InvalidInput(str(error)) from error
+        form, rows = parse_request(payload, self.names, self.shapes)  # BadRequest: 400
         if len(rows) > self.max_instances:
-            raise TooLarge(len(rows), self.max_instances)
+            raise too_many_rows(len(rows), self.max_instances)
         loop = asyncio.get_running_loop()
         if self.queue is None or self.loop is not loop:  # the first request (of this event loop)
             self.queue, self.loop = asyncio.Queue(), loop
             self.worker = loop.create_task(self.batch_worker())
         if self.queue.qsize() >= self.max_queue:
-            raise Overloaded(self.max_queue)
+            raise overloaded(self.max_queue)
         future = loop.create_future()
         await self.queue.put(Pending(rows, future))
+        QUEUE_DEPTH.labels(self.name).set(self.queue.qsize())
         return format_response(form, await future)
-
-
-def add_status_route(app, models):
-    """`GET /v1/models/<name>` answers TF Serving's status; added before KServe's own routes, so it
-    is the one matched (KServe's answers only `{"name", "ready"}`)."""
-
-    async def status(model_name: str):
-        if model_name not in models:
-            raise ModelNotFound(model_name)
-        return model_status(models[model_name])
-
-    app.add_api_route("/v1/models/{model_name}", status, methods=["GET"])
-
-
-def serve(exports, port=8501, max_batch_size=32, max_wait_ms=5.0, max_queue=256, max_instances=4096,
-          delay_ms=0.0, grace_period=30):
-    """Serves exports (`{name: export folder}`) on `port` until SIGTERM/SIGINT (in-flight requests
-    finish first)."""
-    models = {}
-    for name, export_dir in exports.items():
-        model = ExportModel(name, export_dir, max_batch_size, max_wait_ms, max_queue, max_instances, delay_ms)
-        started = time.perf_counter()
-        model.load()
-        print(f"Loaded {model.saved_model_dir} as {name!r} version {model.version} (inputs {model.names}) "
-              f"in {time.perf_counter() - started:.1f} s.", flush=True)
-        models[name] = model
-    add_status_route(kserve.model_server.app, models)
-    server = kserve.ModelServer(http_port=port, workers=1, enable_grpc=False, enable_docs_url=False,
-                                enable_latency_logging=False, grace_period=grace_period)
-    server.start(list(models.values()))

@@ -8,6 +8,7 @@ removed by the next write of the same path. New files get the user's umask.
 """
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -34,6 +35,11 @@ def _umask():
         mask = os.umask(0o022)
         os.umask(mask)
     return mask
+
+
+def current_umask():
+    """The process umask (read without changing it where the platform allows)."""
+    return _umask()
 
 
 def give_default_mode(path):
@@ -183,12 +189,14 @@ def read_json(path):
 
 
 @contextlib.contextmanager
-def atomic_directory(path):
+def atomic_directory(path, replace=True):
     """Yields a temporary directory; on success it replaces directory `path`.
 
     An existing `path` is moved aside first and removed only after the new
     directory is in place, so a failure at any point leaves the old one intact
-    (or restores it). Leftovers of a killed earlier write (`.tmp-*`, `.old-*`
+    (or restores it). With `replace=False` an existing `path` that holds files is
+    never replaced (another writer filled it while this one wrote): FileExistsError
+    naming it, the temporary directory removed. Leftovers of a killed earlier write (`.tmp-*`, `.old-*`
     siblings whose process is gone) are removed: first, and an `.old-*` copy kept
     while `path` was missing once the new directory is in place.
 
@@ -209,6 +217,15 @@ def atomic_directory(path):
     os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
+        if not replace:
+            try:
+                os.rename(tmp, path)  # refuses a directory that holds files: nothing is replaced
+            except OSError as e:
+                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                    raise
+                raise FileExistsError(errno.EEXIST, "written by another process while this one wrote; "
+                                      "left as it is", path) from None
+            return
         backup = None
         if os.path.exists(path):
             backup = tempfile.mkdtemp(prefix=_temp_prefix("old", path), dir=parent)

@@ -17,16 +17,24 @@ with an earlier run's, nor delete files it did not write. So, before a model is 
   writes the record as "running", so old and new files are never mixed; `finish_run_dir` records
   the files the run wrote.
 
-A run killed before `finish_run_dir` leaves its record "running"; its folder held nothing else
-when it started, so every file in it is taken as that run's (a rerun with `overwrite` removes them).
+A run holds its folder's lock (`utils/run_lock.FolderLock`) from before these checks to its end,
+so two runs never write one folder. A run killed before `finish_run_dir` leaves its record
+"running" while nobody holds the lock: an interrupted run. Only the names it said it would write
+(the record's `planned`, and their `.tmp-`/`.old-` siblings) are taken as its files; anything else
+(a user's notes added since) is refused as files no run recorded. An interrupted run that wrote
+nothing is no work to lose: its record is replaced without `overwrite`. A run's inputs (a
+`--preset` or data file inside the folder) are never among the files `overwrite` removes: such a
+run is refused before anything is deleted.
 """
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 
 from keras_bert_zoo.utils.files import atomic_write_json, read_json
+from keras_bert_zoo.utils.run_lock import LOCK_FILE, FolderLock
 
 RUN_RECORD = "run_files.json"
 
@@ -60,6 +68,10 @@ def check_writable(path, flag):
     """
     path = os.path.abspath(os.fspath(path))
     ancestor = existing_ancestor(path)
+    if os.path.islink(ancestor) and not os.path.exists(ancestor):
+        where = "" if ancestor == path else f" ({ancestor}, on its way)"
+        raise ValueError(f"{flag} is a symbolic link{where} to {os.readlink(ancestor)!r}, which does not exist. "
+                         f"Received: {flag}={path!r}. Create the link's target, or pass another folder.")
     if not os.path.isdir(ancestor):
         what = "is an existing file" if ancestor == path else f"is inside the file {ancestor}"
         raise ValueError(f"{flag} {what}, not a folder. Received: {flag}={path!r}. Pass a folder path.")
@@ -83,6 +95,13 @@ def check_writable(path, flag):
         for folder in reversed(made):
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
+
+
+def lock_run_dir(path, flag):
+    """`check_writable`, then the folder's `FolderLock`, taken (a context manager: released at the
+    end of the `with`, the folder removed again if the lock made it and the run wrote nothing)."""
+    check_writable(path, flag)
+    return FolderLock(path, flag).acquire()
 
 
 def check_separate(paths):
@@ -127,8 +146,31 @@ def _listing(names, limit=6):
     return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
-def check_run_dir(path, flag, tool, overwrite=False, resume=None):
+def _planned_by(name, planned):
+    """Whether `name` is one the run said it would write, or a `.tmp-`/`.old-` sibling of one."""
+    return name in planned or any(re.fullmatch(rf"\.(?:tmp|old)-{re.escape(p)}-(?:\d+-)?[a-z0-9_]+", name)
+                                  for p in planned)
+
+
+def _check_inputs(path, remove, inputs):
+    """Refuses a run whose input lies among the files `remove` would delete from folder `path`."""
+    for flag, value in inputs:
+        if value is None or not os.path.lexists(os.fspath(value)):
+            continue  # a registry name, a tfds split, a handle: nothing of the folder
+        for name in remove:
+            target = os.path.join(path, name)
+            if inside(value, target) or os.path.abspath(os.fspath(value)) == target:
+                raise ValueError(
+                    f"{flag} {value} is {name!r} of the previous run in {path}, which --overwrite would remove "
+                    f"before this run reads it. Copy it out first (e.g. cp -r {target} {path}-{name}) and pass "
+                    f"that copy as {flag}, or pass another --output-dir.")
+
+
+def check_run_dir(path, flag, tool, overwrite=False, resume=None, inputs=()):
     """Checks that a run may write into folder `path`; changes nothing (see the module docstring).
+
+    The caller holds the folder's `FolderLock`: a record that says "running" is then an
+    interrupted run's.
 
     Args:
         path: str. The run's output folder.
@@ -137,19 +179,21 @@ def check_run_dir(path, flag, tool, overwrite=False, resume=None):
         overwrite: bool. Whether a previous recorded run's files may be removed.
         resume: callable `(record) -> bool` or None: True where the previous run is the one this
             run continues (a search's resume), whose files are then kept.
+        inputs: `(flag, path)` pairs the run reads (`--preset`, `--train-file`, ...): refused
+            where one is among the files `overwrite` would remove.
 
     Returns:
         dict: the plan for `claim_run_dir`: `path`, `tool`, `remove` (the previous run's files),
-        `previous` (its record or None) and `resume`.
+        `previous` (its record or None), `resume` and `note` (a line to log, or None).
 
     Raises:
-        ValueError: the folder cannot be written, holds files no run recorded, or holds a
-            previous run and neither `overwrite` nor `resume` allows it.
+        ValueError: the folder cannot be written, holds files no run recorded, holds a previous
+            run and neither `overwrite` nor `resume` allows it, or an input lies in that run.
     """
     path = os.path.abspath(os.fspath(path))
     check_writable(path, flag)
-    plan = {"path": path, "tool": tool, "remove": [], "previous": None, "resume": False}
-    names = sorted(os.listdir(path)) if os.path.isdir(path) else []
+    plan = {"path": path, "tool": tool, "remove": [], "previous": None, "resume": False, "note": None}
+    names = sorted(n for n in os.listdir(path) if n != LOCK_FILE) if os.path.isdir(path) else []
     if not names:
         return plan
     record = read_run_record(path)
@@ -158,29 +202,45 @@ def check_run_dir(path, flag, tool, overwrite=False, resume=None):
             f"{flag} {path} holds files that no run recorded ({_listing(names)}; no {RUN_RECORD}): this run "
             f"would mix its files with them{' and --overwrite removes only a recorded run' if overwrite else ''}. "
             f"Pass a new or empty folder, or move those files away yourself.")
-    ours = set(names) if record.get("status") == "running" else set(record["files"]) | {RUN_RECORD}
-    foreign = [n for n in names if n not in ours and n != RUN_RECORD]
+    interrupted = record.get("status") == "running"
+    previous = [n for n in names if n != RUN_RECORD]
+    if interrupted:
+        planned = record.get("planned") or []
+        foreign = [n for n in previous if not _planned_by(n, planned)]
+        what = f"its interrupted {record['tool']} run (killed or stopped before it finished) would not write"
+        listed = f"{RUN_RECORD} lists the names that run would write: {_listing(sorted(planned)) or 'none'}"
+    else:
+        foreign = [n for n in previous if n not in record["files"]]
+        what = f"its previous {record['tool']} run did not write"
+        listed = f"{RUN_RECORD} lists that run's files"
     if foreign:
         raise ValueError(
-            f"{flag} {path} holds files that its previous {record['tool']} run did not write ({_listing(foreign)}; "
-            f"{RUN_RECORD} lists that run's): this run would mix its files with them, and --overwrite removes "
+            f"{flag} {path} holds files that {what} "
+            f"({_listing(foreign)}; {listed}): this run would mix its files with them, and --overwrite removes "
             "only a recorded run's. Pass a new or empty folder, or move those files away yourself.")
-    previous = [n for n in names if n != RUN_RECORD]
     plan.update(previous=record, remove=previous + [RUN_RECORD])
+    _check_inputs(path, previous, inputs)
+    if interrupted and not previous:
+        plan["note"] = (f"{path}: replacing the record of an interrupted {record['tool']} run "
+                        f"(pid {record.get('pid', '?')}), which wrote nothing.")
+        return plan
     if not overwrite and resume is not None and resume(record):
         plan.update(remove=[], resume=True)
         return plan
     if not overwrite:
+        how = (f"an interrupted {record['tool']} run (pid {record.get('pid', '?')} was killed or stopped before it "
+               f"finished; it left {_listing(previous)})" if interrupted else
+               f"a previous {record['tool']} run ({_listing(previous)}; listed in {RUN_RECORD})")
         raise ValueError(
-            f"{flag} {path} holds a previous {record['tool']} run ({_listing(previous)}; listed in {RUN_RECORD}): "
-            "this run would replace some of its files and leave the others beside its own. Pass --overwrite to "
-            f"remove that run's files before this one starts, or another {flag}.")
+            f"{flag} {path} holds {how}: this run would replace some of its files and leave the others beside its "
+            f"own. Pass --overwrite to remove that run's files before this one starts, or another {flag}.")
     return plan
 
 
-def claim_run_dir(plan, **extra):
+def claim_run_dir(plan, planned=(), **extra):
     """Removes the previous run's files of `plan` (from `check_run_dir`) and records the folder
-    as this run's, "running". `extra` (JSON values, e.g. the export folder) is stored in the record.
+    as this run's, "running", with `planned`: the names it may write (what an interrupted run's
+    rerun takes as its files). `extra` (JSON values, e.g. the export folder) is stored in the record.
 
     Returns:
         dict: the record written.
@@ -193,7 +253,8 @@ def claim_run_dir(plan, **extra):
         elif os.path.lexists(target):
             os.remove(target)
     kept = plan["previous"]["files"] if plan["resume"] else []
-    record = dict(extra, format=1, tool=plan["tool"], status="running", files=list(kept))
+    record = dict(extra, format=1, tool=plan["tool"], status="running", files=list(kept),
+                  planned=sorted(set(planned) | set(kept)), pid=os.getpid())
     atomic_write_json(os.path.join(path, RUN_RECORD), record)
     return record
 
@@ -204,6 +265,6 @@ def finish_run_dir(path, tool, **extra):
     path = os.fspath(path)
     record = read_run_record(path) or {}
     record.update(extra, format=1, tool=tool, status="complete",
-                  files=sorted(n for n in os.listdir(path) if n != RUN_RECORD))
+                  files=sorted(n for n in os.listdir(path) if n not in (RUN_RECORD, LOCK_FILE)))
     atomic_write_json(os.path.join(path, RUN_RECORD), record)
     return record

@@ -63,7 +63,7 @@ def test_output_dir_holding_a_run_is_refused_and_overwrite_replaces_it_whole(tmp
     # --overwrite: the old run goes as a whole (its SST-2.tsv too), the new one is all that is there.
     results = finetune.main(_argv("sst2", train, dev, preset, out, "--overwrite", "--seed", "2"))
     written = ["curves.png", "dev_predictions.tsv", "preset", "results.json", "tensorboard"]
-    assert sorted(os.listdir(out)) == sorted(written + ["run_files.json"])
+    assert sorted(os.listdir(out)) == sorted(written + [output_dirs.LOCK_FILE, "run_files.json"])
     assert output_dirs.read_run_record(out)["files"] == written
     assert len(os.listdir(os.path.join(out, "tensorboard", "train"))) == 1  # this run's events, not the old run's
     assert json.load(open(os.path.join(out, "results.json"))) == results
@@ -154,9 +154,9 @@ def test_export_dir_holding_other_files_or_an_export_is_refused(tmp_path):
 def test_an_interrupted_run_is_a_run_that_overwrite_removes(tmp_path):
     out = tmp_path / "run"
     plan = output_dirs.check_run_dir(str(out), "--output-dir", "finetune")
-    output_dirs.claim_run_dir(plan)
+    output_dirs.claim_run_dir(plan, planned=["preset", "results.json"])
     (out / "preset").mkdir()  # what a killed run left, before its record was finished
-    with pytest.raises(ValueError, match=r"holds a previous finetune run \(preset; listed in run_files.json\)"):
+    with pytest.raises(ValueError, match=r"holds an interrupted finetune run \(pid \d+ was killed .*it left preset\)"):
         output_dirs.check_run_dir(str(out), "--output-dir", "finetune")
     plan = output_dirs.check_run_dir(str(out), "--output-dir", "finetune", overwrite=True)
     output_dirs.claim_run_dir(plan)

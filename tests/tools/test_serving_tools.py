@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -74,8 +75,8 @@ def test_preset_to_saved_model_to_json_lines(tmp_path):
 
 def test_bad_lines_and_instances_are_named(tmp_path):
     source = tmp_path / "in.jsonl"
-    source.write_text('{"text": "w1"}\nnot json\n')
-    with pytest.raises(ValueError, match="in.jsonl:2 is not JSON"):
+    source.write_text('not json\n{"text": \n')  # no line is JSON: refused before the model loads
+    with pytest.raises(ValueError, match="no line of .*in.jsonl is UTF-8 JSON; the first: .*in.jsonl:1 is not JSON"):
         predict_tool.main(["--model", str(tmp_path), "--input", str(source), "--output", "-"])
     with pytest.raises(ValueError, match="--batch-size"):
         predict_tool.main(["--model", str(tmp_path), "--input", str(source), "--output", "-", "--batch-size", "0"])
@@ -150,22 +151,25 @@ def test_predict_keeps_one_line_per_input_line_and_names_bad_ones(preset, tmp_pa
     without the line, invalid UTF-8 a traceback, and --output equal to --input overwrote it."""
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text('"w1 w2"\n\n{"text": "w3"}\n   \n"w4"\n')
-    written = predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress"])
+    written, failed = predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out),
+                                         "--no-progress"])
     lines = out.read_text().splitlines()
-    assert written == len(lines) == 5 and lines[1] == lines[3] == "null"
+    assert written == len(lines) == 5 and failed == 0 and lines[1] == lines[3] == "null"
     assert [json.loads(line)["label"] in LABELS for line in (lines[0], lines[2], lines[4])] == [True] * 3
-    source.write_text('{"text": "w1"}\n5\nnull\n["w1"]\n')
-    with pytest.raises(ValueError, match=r"in.jsonl:2: the instance `text` must be a string. Received: 5."):
-        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress",
-                           "--overwrite"])
+    source.write_text('{"text": "w1"}\n5\nnull\n["w1"]\n')  # issue 57: the bad lines get error objects, w1 its answer
+    assert predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress",
+                              "--overwrite"]) == (4, 3)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["label"] in LABELS and lines[1] == {"error": lines[1]["error"]}
+    assert lines[1]["error"].endswith("in.jsonl:2: the instance `text` must be a string. Received: 5.")
     from keras_bert_zoo.serving import client
 
     specs = {"text": __import__("tensorflow").TensorSpec([None], "string", name="text")}
     assert "must be a string. Received: None" in client.row_problem({"text": None}, specs)
     assert "must be a string. Received: ['w1']" in client.row_problem({"text": ["w1"]}, specs)
     source.write_bytes(b'"w1"\n"caf\xe9"\n')
-    with pytest.raises(ValueError, match=r"in.jsonl:2 is not valid UTF-8 \(byte 5 of the line"):
-        predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--overwrite"])
+    assert predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--overwrite"]) == (2, 1)
+    assert re.search(r"in.jsonl:2 is not valid UTF-8 \(byte 5 of the line", out.read_text().splitlines()[1])
     source.write_text('"w1"\n')
     for output in (str(source), str(tmp_path / "." / "in.jsonl")):
         with pytest.raises(ValueError, match="--output .* is the --input file"):
@@ -195,7 +199,7 @@ def test_predict_streams_in_chunks_and_replaces_an_existing_output_only_when_ask
     monkeypatch.setattr(client, "predict_rows", lambda f, rows, *a: answered.append(len(rows)) or predict_rows(
         f, rows, *a))
     assert predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress",
-                              "--overwrite"]) == 11
+                              "--overwrite"]) == (11, 0)
     assert answered == [3, 1, 2, 3, 2]  # chunk by chunk (the request's 2 rows apart), never the whole input
     monkeypatch.setattr(client, "predict_rows", predict_rows)
     assert out.read_text() == whole.read_text() and out.read_text().splitlines()[4] == "null"
@@ -203,13 +207,15 @@ def test_predict_streams_in_chunks_and_replaces_an_existing_output_only_when_ask
     predict_tool.main(["--model", preset, "--input", "-", "--output", "-", "--no-progress"])
     assert capsys.readouterr().out == whole.read_text()
     monkeypatch.setattr("sys.stdin", type("In", (), {"buffer": __import__("io").BytesIO(b'"w1"\nnot json\n')})())
-    with pytest.raises(ValueError, match=r"^-:2 is not JSON"):  # the input as given, not the spool file
-        predict_tool.main(["--model", preset, "--input", "-", "--output", "-", "--no-progress"])
-    # A request that fails while answering (chunk 2) leaves the existing output as it was, and no partial file.
-    source.write_text("\n".join(lines[:4] + [json.dumps({"instances": [{"text": "w1", "extra": 1}]})]) + "\n")
-    with pytest.raises(ValueError, match=r"in.jsonl:5: "):
+    predict_tool.main(["--model", preset, "--input", "-", "--output", "-", "--no-progress"])
+    assert json.loads(capsys.readouterr().out.splitlines()[1])["error"].startswith("-:2 is not JSON")  # not the spool
+    # A run that fails while answering (the model, in chunk 2) leaves the existing output as it was, and no
+    # partial file.
+    monkeypatch.setattr(client, "predict_rows", lambda f, rows, *a: (_ for _ in ()).throw(RuntimeError("the model")))
+    with pytest.raises(RuntimeError, match="the model"):
         predict_tool.main(["--model", preset, "--input", str(source), "--output", str(out), "--no-progress",
                            "--overwrite"])
+    monkeypatch.setattr(client, "predict_rows", predict_rows)
     assert out.read_text() == whole.read_text() and sorted(os.listdir(tmp_path)) == [
         "in.jsonl", "out.jsonl", "whole.jsonl"]
     with pytest.raises(ValueError, match="the folder .* does not exist"):

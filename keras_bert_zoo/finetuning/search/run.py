@@ -28,15 +28,16 @@ files are removed after every check, before the first trial).
 import os
 
 from keras_bert_zoo.finetuning.config import FinetuningConfig
-from keras_bert_zoo.finetuning.kind import check_preset, checked_export_target
-from keras_bert_zoo.finetuning.run import KINDS, task_kind
+from keras_bert_zoo.finetuning.kind import check_preset, checked_export_target, save_or_rescue
+from keras_bert_zoo.finetuning.run import KINDS, check_run_space, run_inputs, task_kind
 from keras_bert_zoo.finetuning.search.report import write_search_report
 from keras_bert_zoo.finetuning.search.tuner import check_tuner_dir, resolve_grid, study_experiment, tune
+from keras_bert_zoo.presets.sources import preset_fingerprint
 from keras_bert_zoo.serving.export import export as export_saved_model
 from keras_bert_zoo.training.distribute import get_strategy
 from keras_bert_zoo.utils.files import atomic_write_json, sha256_file
 from keras_bert_zoo.utils.output_dirs import (check_run_dir, check_separate, claim_run_dir,
-                                              finish_run_dir, inside)
+                                              finish_run_dir, inside, lock_run_dir)
 
 TOOL = "tune"  # the run record's tool
 # The `FinetuningConfig` fields that change a trial's score, besides the grid's own (learning rate,
@@ -54,9 +55,12 @@ def task_objective(task):
 
 
 def search_experiment(config):
-    """What defines a search besides its grid: `SCORE_SETTINGS` and each data file's name and sha256
-    (a tfds split: its name)."""
+    """What defines a search besides its grid: `SCORE_SETTINGS`, the preset's content
+    (`preset_fingerprint`: a folder replaced under the same name is another experiment) and each
+    data file's name and sha256 (a tfds split: its name)."""
     experiment = {key: getattr(config, key) for key in SCORE_SETTINGS}
+    experiment["preset_content"] = {"name": os.path.basename(os.path.normpath(str(config.preset))),
+                                    "sha256": preset_fingerprint(config.preset)}
     for name in DATA_FILES:
         source = getattr(config, name)
         experiment[name] = ({"tfds": source} if config.is_tfds(name) else
@@ -81,7 +85,8 @@ def check_search_outputs(config, tuner_dir, export, experiment, overwrite=False)
     def same_search(record):
         return record.get("tool") == TOOL and record.get("tuner_dir") == tuner_path and state == "resume"
 
-    plan = check_run_dir(out, "--output-dir", TOOL, overwrite=overwrite, resume=same_search)
+    plan = check_run_dir(out, "--output-dir", TOOL, overwrite=overwrite, resume=same_search,
+                         inputs=run_inputs(config))
     previous_export = (plan["previous"] or {}).get("export")
     own = plan["resume"] and export is not None and previous_export == os.path.abspath(export)
     # A resumed search writes its export again (from preset/, the best trial's).
@@ -126,15 +131,28 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
                          f"{objective!r}. Received: objective={objective!r}.")
     kind.check_searchable()
     tuner_dir = os.path.abspath(tuner_dir or os.path.join(config.output_dir, "tuner"))
-    experiment = study_experiment(search_experiment(config), grid, restarts, objective)
-    plan = check_search_outputs(config, tuner_dir, export, experiment, overwrite)
-    export_path, export_overwrite = plan.pop("export_path"), plan.pop("export_overwrite")
-    train, _ = kind.read()
-    recorded = {"tuner_dir": tuner_dir, "export": os.path.abspath(export) if export is not None else None}
-    claim_run_dir(plan, **recorded)
+    with lock_run_dir(config.output_dir, "--output-dir"):
+        experiment = study_experiment(search_experiment(config), grid, restarts, objective)
+        plan = check_search_outputs(config, tuner_dir, export, experiment, overwrite)
+        check_run_space(config, export, "--export")
+        train, _ = kind.read()
+        recorded = {"tuner_dir": tuner_dir, "export": os.path.abspath(export) if export is not None else None}
+        planned = ["preset", "results.json", "results.md", "heatmap.png"]
+        if inside(tuner_dir, config.output_dir):
+            planned.append(os.path.relpath(tuner_dir, os.path.abspath(config.output_dir)).split(os.sep)[0])
+        claim_run_dir(plan, planned=planned, **recorded)
+        return search(kind, config, train, plan, objective, grid, restarts, tuner_dir, experiment, export,
+                      overwrite, recorded)
+
+
+def search(kind, config, train, plan, objective, grid, restarts, tuner_dir, experiment, export, overwrite,
+           recorded):
+    """The search once its folder is claimed: the trials, the report, results.json, the export."""
+    plan.pop("export_path")
+    export_overwrite = plan.pop("export_overwrite")
     best_preset = os.path.join(config.output_dir, "preset")
     rows = tune(kind.build, train, kind.evaluate, objective, tuner_dir, grid=grid, restarts=restarts,
-                seed=config.seed, save_best=lambda task, values: task.save_to_preset(best_preset),
+                seed=config.seed, save_best=lambda task, values: save_or_rescue(task, best_preset),
                 distribution_strategy=get_strategy(config.strategy), progress=config.progress,
                 experiment=experiment, overwrite=overwrite)
     write_search_report(rows, objective, config.output_dir, title=f"Fine-tuning search: {config.task}")
@@ -144,7 +162,9 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
                        "objective": objective, "grid": grid,
                        "restarts": restarts, "experiment": experiment, "trials": rows, "best": best})
     if export is not None:
-        export = export_best(kind, best_preset, export_path, dtype=config.precision, overwrite=export_overwrite)
+        # Into the folder checked before the search (`export_path` was where it would have gone then):
+        # a model folder's next version is taken when the export is published.
+        export = export_best(kind, best_preset, export, dtype=config.precision, overwrite=export_overwrite)
     finish_run_dir(config.output_dir, TOOL, **recorded)
     return {"objective": objective, "trials": rows, "best": best, "output_dir": config.output_dir,
             "export": export}
