@@ -115,7 +115,7 @@ def train_once(build, data, learning_rate, seed, config, test=True):
     return record, model
 
 
-def run_protocol(start, task, build, data, config, ledger=None, log=print):
+def run_protocol(start, task, build, data, config, ledger=None, log=print, on_pick=None):
     """Runs the protocol for one start on one task (see the module docstring).
 
     Args:
@@ -126,6 +126,9 @@ def run_protocol(start, task, build, data, config, ledger=None, log=print):
         config: `ProtocolConfig`.
         ledger: `Ledger` or None (a fresh in-memory one).
         log: callable taking one line.
+        on_pick: callable or None. Called with the first seed's model at the picked rate
+            when this call has it in memory (to save or serve it); not when the ledger
+            already held that run's test score.
 
     Returns:
         dict: `grid` (the first seed's dev score per rate), `learning_rate` (the pick),
@@ -140,7 +143,8 @@ def run_protocol(start, task, build, data, config, ledger=None, log=print):
         if done is not None and (not test or "test" in done):
             return done
         if done is not None and kept.get("rate") == learning_rate:  # the pick, trained in the grid
-            done = dict(done, test=_score(kept.pop("model"), *data["test"], 256))
+            model = kept.pop("model")
+            done = dict(done, test=_score(model, *data["test"], 256))
         else:
             record, model = train_once(build, data, learning_rate, seed, config, test=test)
             done = dict(record, start=start, task=task)
@@ -149,6 +153,8 @@ def run_protocol(start, task, build, data, config, ledger=None, log=print):
             if not test and done["dev"] > kept.get("dev", -1.0):
                 kept.update(rate=learning_rate, dev=done["dev"], model=model)
         ledger.add(done)
+        if test and seed == config.seeds[0] and on_pick is not None:
+            on_pick(model)
         return done
 
     first = config.seeds[0]

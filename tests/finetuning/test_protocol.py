@@ -40,9 +40,10 @@ def test_grid_on_the_first_seed_pick_on_dev_then_every_seed_on_test(tmp_path, mo
         return score(model, x, y, batch_size)
 
     monkeypatch.setattr(protocol, "_score", spy)
-    calls, lines = [], []
+    calls, lines, picked = [], [], []
     ledger = protocol.Ledger(str(tmp_path / "ledger.jsonl"))
-    result = protocol.run_protocol("tiny", "toy", _build(calls), DATA, CONFIG, ledger=ledger, log=lines.append)
+    result = protocol.run_protocol("tiny", "toy", _build(calls), DATA, CONFIG, ledger=ledger, log=lines.append,
+                                   on_pick=picked.append)
     assert calls == [0, 0, 1, 2]  # the grid on seed 0, then seeds 1 and 2 (seed 0's pick is kept)
     assert scored[:2] == ["dev", "dev"]  # nothing is scored on test before the pick
     assert scored.count("test") == 3
@@ -54,6 +55,7 @@ def test_grid_on_the_first_seed_pick_on_dev_then_every_seed_on_test(tmp_path, mo
     assert result["test_mean"] == pytest.approx(np.mean(tests))
     assert result["test_std"] == pytest.approx(np.std(tests, ddof=1))
     assert len(lines) == 4 and "seed 0" in lines[0]
+    assert len(picked) == 1 and isinstance(picked[0], BertClassifier)  # seed 0's model at the pick
     # Every run is on disk; a rerun trains nothing and answers the same.
     rows = [json.loads(line) for line in open(tmp_path / "ledger.jsonl", encoding="utf-8")]
     assert {(r["learning_rate"], r["seed"]) for r in rows} == {(1e-4, 0), (3e-3, 0), (result["learning_rate"], 1),

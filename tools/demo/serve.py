@@ -1,25 +1,27 @@
-"""Stage 3 of `tools/quickstart.py`: serve the best fine-tuned model.
+"""Stage 3 of `tools/quickstart.py`: serve the best start of stage 2.
 
-`keras_bert_zoo.serving.export` writes it as a SavedModel that answers raw strings (the fine-tuning
-process of `real_pretrained` already has, when that is the best); a fresh Python process that
-imports only TensorFlow and tensorflow-text (`tools/demo/serve_client.py`) loads it, classifies
-held-out sentences and times the served throughput.
+The start with the best mean dev accuracy on movie-review polarity (dev picks, as everywhere in the
+protocol; its first seed's model at its picked rate, which stage 2 saved as a preset) is exported
+by `keras_bert_zoo.serving.export` as a SavedModel that answers raw strings; a fresh Python process
+that imports only TensorFlow and tensorflow-text (`tools/demo/serve_client.py`) loads it,
+classifies held-out test reviews and times the served throughput.
 """
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
-from tools.demo.finetune import VARIANTS
+from tools.demo import recipe
+from tools.demo.compare import SERVED_TASK, STARTS
 from tools.demo.stages import say
 
 CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve_client.py")
 
 
 def _best(finetuning):
-    return max(VARIANTS, key=lambda name: finetuning[name]["dev_accuracy"])
+    """The start with the best mean dev accuracy on the served task (dev picks; test only reports)."""
+    return max(STARTS, key=lambda start: finetuning[SERVED_TASK][start]["dev_mean"])
 
 
 def start_client():
@@ -31,35 +33,13 @@ def start_client():
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _exported(finetuning, name):
-    """The SavedModel the fine-tuning run of `name` wrote (`export_dir`), or None."""
-    path = finetuning[name].get("export")
-    return path if path and os.path.isfile(os.path.join(path, "saved_model.pb")) else None
-
-
-def _export_best(args, run, finetuning, best):
-    """`run("export", "1")`: the best model's SavedModel, moved from its fine-tuning run's export
-    if it wrote one, else exported here; the other runs' exports are removed (one export per
-    run directory). Returns `(path, whether its fine-tuning run had exported it)`."""
-    from keras_bert_zoo.utils.files import atomic_directory  # lazy: the quickstart imports stages before TensorFlow (start-up time)
-
-    target = run("export", "1")
-    ready = _exported(finetuning, best)
-    for name in VARIANTS:
-        if name != best and _exported(finetuning, name):
-            shutil.rmtree(finetuning[name]["export"])
-    if ready:
-        with atomic_directory(target) as tmp:
-            os.rmdir(tmp)
-            os.replace(ready, tmp)
-        return target, True
-    from keras_bert_zoo.models.bert_classifier import BertClassifier  # lazy: TensorFlow only when exporting here (start-up time)
+def _export_best(run, finetuning, best):
+    """`run("export", "1")`: the best start's model, exported (replacing the run's own earlier export)."""
+    from keras_bert_zoo.models.bert_classifier import BertClassifier  # lazy: the quickstart imports stages before TensorFlow (start-up time)
     from keras_bert_zoo.serving.export import export  # lazy: as above
 
-    # In the policy it was fine-tuned and scored in (a preset records it but builds float32
-    # unless `dtype` asks): the served answers are the scored model's.
-    model = BertClassifier.from_preset(finetuning[best]["preset"], dtype=args.finetune_precision)
-    return export(model, target, overwrite=True), False  # the run's own export/1, replaced on a rerun
+    return export(BertClassifier.from_preset(finetuning[SERVED_TASK][best]["preset"]), run("export", "1"),
+                  overwrite=True)
 
 
 def _tensorboard(log_dir, answer, gold_names):
@@ -78,30 +58,28 @@ def _tensorboard(log_dir, answer, gold_names):
 
 
 def serve(args, run, finetuning=None, client=None):
-    """Serves the best fine-tuned model of stage 2 in a fresh process (`client`, from
-    `start_client`, or one started here); exports it first unless its fine-tuning run did.
+    """Serves the best start of stage 2 in a fresh process (`client`, from `start_client`, or one
+    started here).
 
     Returns:
-        dict: the summary's `serving` block (export path, whether the fine-tuning run had
-        exported it, the sentences with their label and probability, sentences per second,
-        the modules the client had loaded).
+        dict: the summary's `serving` block (the start, export path, the sentences with their
+        label and probability, sentences per second, the modules the client had loaded).
     """
-    from keras_bert_zoo.data.glue import glue_labels, read_glue  # lazy: the quickstart imports stages before TensorFlow (start-up time)
-    from keras_bert_zoo.utils.files import atomic_write_json  # lazy: as above
+    from keras_bert_zoo.utils.files import atomic_write_json  # lazy: the quickstart imports stages before TensorFlow (start-up time)
 
     if finetuning is None:  # --stages serve alone: the presets and figures of an earlier run
         with open(run("summary.json"), encoding="utf-8") as f:
             finetuning = json.load(f).get("finetuning")
         if not finetuning:
-            raise ValueError(f"`--stages serve` needs a fine-tuned model: run the finetune stage first "
-                             f"(no fine-tuning figures in {run('summary.json')}).")
+            raise ValueError(f"`--stages serve` needs stage 2's models: run the finetune stage first "
+                             f"(no comparison in {run('summary.json')}).")
     best = _best(finetuning)
     # The fresh process starts before the export: its TensorFlow import overlaps it.
     client = client or start_client()
     try:
-        path, exported_while_fine_tuning = _export_best(args, run, finetuning, best)
-        # Held-out text: dev rows the model was scored on, not trained on.
-        texts, labels = read_glue("sst2", os.path.join(run("finetune", "data", "dev.tsv")))
+        path = _export_best(run, finetuning, best)
+        # Held-out text: test reviews, never trained on or picked by.
+        texts, labels = recipe.task_data(SERVED_TASK, rows=args.task_rows)["test"]
         request = {"texts": list(texts[: args.serve_examples]),
                    "labels": [int(y) for y in labels[: args.serve_examples]],
                    "throughput_texts": list(texts[: args.throughput_examples])}
@@ -114,11 +92,11 @@ def serve(args, run, finetuning=None, client=None):
     if client.returncode != 0:
         raise RuntimeError(f"The serving process failed (exit {client.returncode}):\n{stderr[-3000:]}")
     answer = json.loads(stdout.strip().splitlines()[-1])
-    gold_names = [glue_labels("sst2")[gold] for gold in request["labels"]]
+    gold_names = [recipe.TASK_LABELS[SERVED_TASK][gold] for gold in request["labels"]]
     for row, gold in zip(answer["predictions"], gold_names):
-        print(f"  {row['label']:>5s} {row['probability']:.2f} (gold {gold})  {row['text'][:90]}", flush=True)
+        print(f"  {row['label']:>7s} {row['probability']:.2f} (gold {gold})  {row['text'][:90]}", flush=True)
     _tensorboard(run("tensorboard", "serve"), answer, gold_names)
-    where = " (by its fine-tuning process)" if exported_while_fine_tuning else ""
-    say("serve", f"{best} exported{where} → {path}; a fresh process with {', '.join(answer['imported'])} served "
-        f"{answer['sentences_per_second']:.1f} sentences/s ({answer['throughput_sentences']} sentences)")
-    return dict(answer, model=best, export=path, exported_while_fine_tuning=exported_while_fine_tuning)
+    say("serve", f"{best} (best polarity dev accuracy) exported → {path}; a fresh process with "
+        f"{', '.join(answer['imported'])} served {answer['sentences_per_second']:.1f} sentences/s "
+        f"({answer['throughput_sentences']} sentences)")
+    return dict(answer, model=best, export=path)

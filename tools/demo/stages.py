@@ -62,31 +62,44 @@ def _split_text_corpus(files, out_dir, heldout_fraction):
 
 
 def prepare_corpus(args, run):
-    """Stage 1: a MediaWiki dump (or text files) → train/held-out text in the input format."""
+    """Stage 1: the Wikipedia sample (or `--input`: a MediaWiki dump or text files) → train/held-out
+    text in the input format, plus (`--in-domain`) the Rotten Tomatoes training movies' text."""
+    from tools.demo import recipe
+
     start = time.perf_counter()
     source = args.input
-    if source is None or _is_dump(source):
-        from keras_bert_zoo.data import wikipedia  # gensim's import (slow) only where a dump is read
-
-        source = source or wikipedia.sample_dump_path()
-    out_dir = run("corpus")
-    if _is_dump(source):
-        stats = wikipedia.prepare_wikipedia(
-            source, out_dir, heldout_fraction=args.heldout_fraction, num_workers=args.workers,
-            max_articles=args.max_articles, progress=not args.no_progress)
+    if source is None:
+        corpus = recipe.prepare_corpus(run("corpus"), in_domain=args.in_domain, heldout_fraction=args.heldout_fraction,
+                                       max_articles=args.max_articles, progress=not args.no_progress)
+        wiki = corpus.stats["wikipedia"]
+        stats = dict(wiki, train_files=list(corpus.train_files), heldout_files=list(corpus.heldout_files),
+                     source="the English Wikipedia sample inside gensim", in_domain=corpus.stats.get("reviews"))
     else:
-        files = sorted(p for pattern in source.split(",") for p in glob.glob(pattern))
-        if not files:
-            raise ValueError(f"`--input` matches no file. Received: --input={source!r}.")
-        stats = _split_text_corpus(files, out_dir, args.heldout_fraction)
+        if _is_dump(source):
+            from keras_bert_zoo.data import wikipedia  # gensim's import (slow) only where a dump is read
+
+            stats = wikipedia.prepare_wikipedia(
+                source, run("corpus"), heldout_fraction=args.heldout_fraction, num_workers=None,
+                max_articles=args.max_articles, progress=not args.no_progress)
+        else:
+            files = sorted(p for pattern in source.split(",") for p in glob.glob(pattern))
+            if not files:
+                raise ValueError(f"`--input` matches no file. Received: --input={source!r}.")
+            stats = _split_text_corpus(files, run("corpus"), args.heldout_fraction)
+        stats = dict(stats, source=os.path.basename(source), in_domain=None)
+        if args.in_domain:
+            path, stats["in_domain"] = recipe.in_domain_text(run("corpus"))
+            stats["train_files"] = list(stats["train_files"]) + [path]
     if not stats["train_files"] or not stats["heldout_files"]:
         raise ValueError(
             f"The corpus has no {'training' if not stats['train_files'] else 'held-out'} article "
             f"(kept {stats.get('articles_kept', 0)}). Use more articles or change --heldout-fraction."
         )
-    stats.update(source=source, seconds=time.perf_counter() - start)
-    say("corpus", f"{stats['articles_kept']} articles, {stats['sentences']} sentences, "
-        f"{stats['words']} words from {os.path.basename(source)} in {stats['seconds']:.1f}s")
+    stats["seconds"] = time.perf_counter() - start
+    extra = stats["in_domain"]
+    say("corpus", f"{stats['articles_kept']} articles, {stats['sentences']} sentences, {stats['words']} words from "
+        f"{stats['source']}" + (f", and {extra['words']} words of {extra['documents']} training movies' plots and "
+                                "reviews (labels dropped)" if extra else "") + f" in {stats['seconds']:.1f}s")
     return stats
 
 
@@ -101,7 +114,7 @@ def learn_vocab(args, run, corpus):
     with tqdm(total=corpus["sentences"], desc="learn vocab", unit="line",
               disable=args.no_progress) as bar:
         tokens = vocabulary.learn_vocabulary(
-            corpus["train_files"], vocabulary_size=args.vocabulary_size, lowercase=True,
+            corpus["train_files"], vocabulary_size=args.recipe["vocabulary_size"], lowercase=True,
             progress=bar.update)
     vocabulary.save_vocabulary(tokens, path)
     say("vocab", f"{len(tokens)} word pieces learned in {time.perf_counter() - start:.1f}s → {path}")
@@ -126,47 +139,29 @@ def _data_report(pretraining, corpus, tokenizer, args, run):
     truncation, [UNK] rate, length histogram), printed and saved next to the run."""
     from keras_bert_zoo.data.pretraining_report import format_report, pretraining_report, write_report
 
-    report = pretraining_report(corpus["train_files"], tokenizer, sequence_length=args.seq_length,
-                                max_predictions=args.max_predictions, seed=args.seed)
+    report = pretraining_report(corpus["train_files"], tokenizer, sequence_length=args.recipe["sequence_length"],
+                                max_predictions=args.recipe["max_predictions"], seed=args.seed,
+                                masked_lm_prob=args.recipe["masked_lm_prob"])
     print(format_report(report), flush=True)
     json_path, _ = write_report(report, run("data"))
     return {"path": json_path, "figures": report}
 
 
-def model_size(args):
-    """The `--size` preset's architecture (the learned vocabulary replaces its own); tiny: 2×256."""
-    from keras_bert_zoo.presets.config import get_preset_config
-
-    if args.size is None:
-        # Hidden 256, not smaller: with BERT's init (stddev 0.02) the attention path's
-        # gain is ~(0.02·√H)², so at H ≤ 128 context barely reaches the output and
-        # training sits on the unigram plateau for thousands of steps.
-        return dict(num_layers=2, num_heads=4, hidden_dim=256, intermediate_dim=512,
-                    max_sequence_length=max(args.seq_length, 64), dropout=args.dropout)
-    return dict({k: v for k, v in get_preset_config(args.size).items() if k != "vocabulary_size"},
-                dropout=args.dropout)
-
-
 def pretrain(args, run, corpus, vocab_path):
-    """Stage 4: the library's pretraining driver (BertAdamW, warmup + linear decay) for
-    `--steps` steps (fewer only if an optional `--time-budget` runs out first); it writes the preset."""
+    """Stage 4: the library's pretraining driver with the recipe (`tools/demo/recipe.py`, flags
+    override) for `--steps` steps; it writes the preset."""
     import shutil
 
-    from keras_bert_zoo.pretraining.config import PretrainingConfig
     from keras_bert_zoo.pretraining.run import run_pretraining
+    from tools.demo import recipe
 
     # Each demo run starts over (its vocabulary is learned again); tools/pretrain.py resumes.
     shutil.rmtree(run("checkpoints"), ignore_errors=True)
-    config = PretrainingConfig(
-        run("preset"), run("checkpoints"), train_files=corpus["train_files"], eval_files=corpus["heldout_files"],
-        vocabulary=vocab_path, size=model_size(args), steps=args.steps,
-        warmup_steps=max(1, int(args.warmup_fraction * args.steps)), batch_size=args.batch_size,
-        learning_rate=args.learning_rate, sequence_length=args.seq_length, max_predictions=args.max_predictions,
-        # One checkpoint, at the end: a demo run starts over (above), so saving more often
-        # (model, optimizer and input position each time) would only cost time.
-        save_every=args.steps, log_dir=run("tensorboard"),
-        eval_every=min(args.eval_every, args.steps), eval_batches=args.eval_batches, seed=args.seed,
-        progress=False, time_budget=args.time_budget, precision=args.precision)
+    overrides = {k: v for k, v in args.recipe.items() if recipe.RECIPE.get(k) != v}
+    config = recipe.pretraining_config(
+        recipe.Corpus(tuple(corpus["train_files"]), tuple(corpus["heldout_files"]), {}), vocab_path, run("preset"),
+        run("checkpoints"), args.steps, seed=12345 + args.seed, log_dir=run("tensorboard"),
+        eval_every=max(1, args.steps // 10), precision=args.precision, **overrides)
     bar = progress_bar_callback(args.steps, enabled=not args.no_progress)
     start = time.perf_counter()
     result = run_pretraining(config, callbacks=[bar])
@@ -175,9 +170,10 @@ def pretrain(args, run, corpus, vocab_path):
     model, steps = result["model"], result["step"]
     parameters = int(model.backbone.count_params())
     say("train", f"{steps} steps of a {parameters:,}-parameter BERT in {seconds:.0f}s "
-        f"({steps * args.batch_size / max(seconds, 1e-9):.1f} sequences/s, data checks and graph building "
-        "included)" + (" (time budget reached)" if result["stopped_early"] else ""))
-    training = {"history": result["held_out"], "steps": steps, "seconds": seconds, "parameters": parameters}
+        f"({steps * config.batch_size / max(seconds, 1e-9):.1f} sequences/s, data checks and graph building "
+        "included)")
+    training = {"history": result["held_out"], "steps": steps, "seconds": seconds, "parameters": parameters,
+                "config": {k: v for k, v in vars(config).items() if isinstance(v, (int, float, str, bool, type(None)))}}
     return model, training, result
 
 
@@ -213,9 +209,10 @@ def evaluate(args, run, data, training, result):
     evaluation["plot"] = plot_pretraining_curves(
         training["history"], run("training_curves.png"), baselines=baselines,
         title=f"BERT pretraining on {os.path.basename(args.input or 'the gensim enwiki sample')}")
+    nsp = ("no NSP head" if evaluation.get("nsp_accuracy") is None else
+           f"NSP accuracy {evaluation['nsp_accuracy']:.3f} vs majority {evaluation['nsp_majority_accuracy']:.3f}")
     say("eval", f"held-out MLM accuracy {evaluation['mlm_accuracy']:.3f} vs unigram baseline "
-        f"{evaluation['unigram_accuracy']:.3f} ({evaluation['unigram_token']!r}); NSP accuracy "
-        f"{evaluation['nsp_accuracy']:.3f} vs 0.5 (majority {evaluation['nsp_majority_accuracy']:.3f}); "
+        f"{evaluation['unigram_accuracy']:.3f} ({evaluation['unigram_token']!r}); {nsp}; "
         f"{evaluation['predictions']} masked predictions; plot → {evaluation['plot']}")
     return evaluation
 
@@ -250,7 +247,7 @@ def reload_and_fill_mask(args, run, model, preset_dir, corpus, held_out_batches,
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
     from keras_bert_zoo.pretraining.fill_mask import fill_mask
 
-    reloaded = BertPretrainer.from_preset(preset_dir, dtype=args.precision)  # the trained model's policy
+    reloaded = BertPretrainer.from_preset(preset_dir, dtype=args.precision, nsp=args.recipe["nsp"])  # as trained
     x = held_out_batches[0][0]
     diff = float(np.max(np.abs(model.predict_on_batch(x)["mlm_logits"]
                                - reloaded.predict_on_batch(x)["mlm_logits"])))
@@ -258,7 +255,7 @@ def reload_and_fill_mask(args, run, model, preset_dir, corpus, held_out_batches,
     samples = []
     for masked, word in _heldout_sentences(corpus, tokenizer, count):
         top = fill_mask(reloaded.backbone, reloaded.mlm_head, tokenizer, masked, top_k=5,
-                        sequence_length=args.seq_length)[0]
+                        sequence_length=args.recipe["sequence_length"])[0]
         samples.append({"text": masked, "answer": word.lower(), "predictions": top})
         print(f"  {masked}\n    answer {word.lower()!r}; top-5: "
               + ", ".join(f"{t} {p:.2f}" for t, p in top), flush=True)
@@ -295,9 +292,9 @@ def write_summary(run, summary, seconds):
                      f"{summary['heldout']['unigram_accuracy']:.3f}")
     if "finetuning" in summary:
         f = summary["finetuning"]
-        parts.append("dev accuracy real/ours/random " + "/".join(
-            f"{f[k]['dev_accuracy']:.3f}" for k in ("real_pretrained", "our_pretrained", "random_init"))
-            + f" vs majority {f['majority_accuracy']:.3f}")
+        parts += [f"{task} test accuracy real/ours/random " + "/".join(
+            f"{f[task][start]['test_mean']:.3f}" for start in ("real", "ours", "random"))
+            + f" vs majority {f[task]['majority']:.3f}" for task in f["tasks"]]
     if "serving" in summary:
         parts.append(f"served {summary['serving']['sentences_per_second']:.1f} sentences/s")
     say("done", "; ".join(parts) + f"; summary → {run('summary.json')}")

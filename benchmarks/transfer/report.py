@@ -1,0 +1,168 @@
+"""docs/demo.md's transfer curve and levers from `curve.py`'s runs: a table, a PNG (the margin ours −
+random with its two-standard-deviation band against pretraining compute) and the JSON the demo
+reads (`docs/measurements/transfer_curve.json`: the first budget where ours beats random by more
+than two standard deviations on every task, or the largest budget's margins).
+
+    python benchmarks/transfer/report.py --curve runs/transfer/curve.json \\
+        --levers runs/transfer_levers/curve.json --step-seconds 0.17
+
+`--step-seconds`: one pretraining step of the recipe on an otherwise idle machine (the runs'
+own seconds include whatever else ran beside them; both are printed).
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+DOC = os.path.join(ROOT, "docs", "demo.md")
+PNG = os.path.join(ROOT, "docs", "transfer_curve.png")
+JSON = os.path.join(ROOT, "docs", "measurements", "transfer_curve.json")
+BEGIN, END = "<!-- transfer-curve:begin -->", "<!-- transfer-curve:end -->"
+LEVERS_BEGIN, LEVERS_END = "<!-- transfer-levers:begin -->", "<!-- transfer-levers:end -->"
+
+
+def margin(ours, random):
+    """`(ours − random, two standard deviations of that difference)` (the demo's rule)."""
+    return ours["test_mean"] - random["test_mean"], 2.0 * float(np.hypot(ours["test_std"], random["test_std"]))
+
+
+def cell(result):
+    return f"{result['test_mean']:.3f} ± {result['test_std']:.3f}"
+
+
+def points(curve, step_seconds):
+    """The recipe's budgets in order: steps, minutes, held-out MLM, and per task the result and margin."""
+    tasks = list(curve["majority"])
+    rows = []
+    for key, ours in curve.get("ours", {}).items():
+        if ours.get("levers"):
+            continue
+        random = curve[ours.get("random", "random")]
+        record = ours["pretraining"]
+        row = {"steps": record["steps"], "minutes": record["steps"] * step_seconds / 60,
+               "measured_minutes": record["seconds"] / 60, "load": record["load_average"],
+               "mlm": record["held_out"][-1]["mlm_accuracy"], "tasks": {}}
+        for task in tasks:
+            diff, two_std = margin(ours[task], random[task])
+            row["tasks"][task] = {"ours": ours[task], "margin": diff, "two_std": two_std}
+        row["beats"] = all(t["margin"] > t["two_std"] for t in row["tasks"].values())
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["steps"])
+
+
+def summary(curve, rows):
+    """The demo's JSON: the crossing (first budget that beats random by 2 std on every task) or the largest."""
+    crossing = next((r for r in rows if r["beats"]), None)
+    pick = lambda r: {"steps": r["steps"], "minutes": round(r["minutes"], 1),  # noqa: E731
+                      "margins": ", ".join(f"{t} {v['margin']:+.3f} (2σ {v['two_std']:.3f})"
+                                           for t, v in r["tasks"].items())}
+    return {"cpu": curve["cpu"], "crossing": pick(crossing) if crossing else None,
+            "largest": pick(rows[-1]) if rows else None,
+            "random": {t: curve["random"][t]["test_mean"] for t in curve["majority"]},
+            "real": {t: curve["real"][t]["test_mean"] for t in curve["majority"]} if "real" in curve else None}
+
+
+def curve_table(curve, rows):
+    tasks = list(curve["majority"])
+    head = "| pretraining | held-out MLM | " + " | ".join(f"{t}: ours | ours − random (2σ)" for t in tasks) + " |"
+    lines = [head, "|" + "---|" * (2 + 2 * len(tasks))]
+    for r in rows:
+        cells = []
+        for t in tasks:
+            v = r["tasks"][t]
+            mark = "**" if v["margin"] > v["two_std"] else ""
+            cells += [cell(v["ours"]), f"{mark}{v['margin']:+.3f}{mark} ({v['two_std']:.3f})"]
+        lines.append(f"| {r['steps']:,} steps (~{r['minutes']:.0f} min; ran {r['measured_minutes']:.0f} min at load "
+                     f"{r['load'][0]:.1f}) | {r['mlm']:.3f} | " + " | ".join(cells) + " |")
+    for name in ("random", "real"):
+        if name in curve:
+            label = "random init (same architecture)" if name == "random" else "real all-MiniLM-L6-v2, fine-tuned"
+            lines.append(f"| {label} | – | " + " | ".join(f"{cell(curve[name][t])} | –" for t in tasks) + " |")
+    lines.append("| majority class | – | " + " | ".join(f"{curve['majority'][t]:.3f} | –" for t in tasks) + " |")
+    return "\n".join(lines)
+
+
+def levers_table(levers):
+    """A row per lever run: what changed, its budget, each task's result and margin against the
+    random init of its own architecture."""
+    tasks = list(levers["majority"])
+    lines = ["| lever (changed from the recipe) | steps | held-out MLM | "
+             + " | ".join(f"{t}: ours − random (2σ)" for t in tasks) + " |",
+             "|" + "---|" * (3 + len(tasks))]
+    for key, ours in sorted(levers.get("ours", {}).items(), key=lambda kv: (kv[1]["name"], kv[1]["pretraining"]["steps"])):
+        random = levers[ours.get("random", "random")]
+        record = ours["pretraining"]
+        cells = []
+        for t in tasks:
+            diff, two_std = margin(ours[t], random[t])
+            cells.append(f"{diff:+.3f} ({two_std:.3f}) [{ours[t]['test_mean']:.3f}]")
+        changed = ", ".join(f"{k}={v}" for k, v in ours.get("levers", {}).items()) or "none (the recipe)"
+        lines.append(f"| {ours['name']}: {changed} | {record['steps']:,} | {record['held_out'][-1]['mlm_accuracy']:.3f} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(curve, rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(curve["majority"])
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    minutes = [r["minutes"] for r in rows]
+    for task, color in zip(tasks, ("tab:blue", "tab:orange")):
+        margins = [r["tasks"][task]["margin"] for r in rows]
+        band = [r["tasks"][task]["two_std"] for r in rows]
+        ax.errorbar(minutes, margins, yerr=band, marker="o", capsize=4, color=color,
+                    label=f"{task}: ours − random (bars: 2 std)")
+    ax.axhline(0.0, color="black", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"pretraining compute: minutes of 2 cores ({curve['cpu']})")
+    ax.set_ylabel("test accuracy margin over random init")
+    ax.set_title("Our pretraining against random init, the fair protocol, 3 seeds")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return path
+
+
+def replace_section(text, begin, end, body):
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{DOC} has no {begin} ... {end} section.")
+    return pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--curve", required=True)
+    p.add_argument("--levers", default=None)
+    p.add_argument("--step-seconds", type=float, required=True)
+    args = p.parse_args(argv)
+    with open(args.curve, encoding="utf-8") as f:
+        curve = json.load(f)
+    rows = points(curve, args.step_seconds)
+    from keras_bert_zoo.utils.files import atomic_write_text
+
+    atomic_write_text(JSON, json.dumps(summary(curve, rows), indent=1) + "\n")
+    plot(curve, rows, PNG)
+    text = open(DOC, encoding="utf-8").read()
+    text = replace_section(text, BEGIN, END, curve_table(curve, rows))
+    if args.levers:
+        with open(args.levers, encoding="utf-8") as f:
+            text = replace_section(text, LEVERS_BEGIN, LEVERS_END, levers_table(json.load(f)))
+    atomic_write_text(DOC, text)
+    print(curve_table(curve, rows))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
