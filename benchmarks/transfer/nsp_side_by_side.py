@@ -10,8 +10,9 @@ and `clip_grad_norm_(1.0)`. The initial weights go from ours to HF through
 `save_hf_checkpoint` (so both start equal; the first evaluation checks it). Dropout is 0 in both
 (their random masks could not be made equal).
 
-    python benchmarks/transfer/nsp_side_by_side.py --corpus runs/demo/corpus \\
-        --vocabulary runs/demo/vocab.txt --output runs/nsp_side_by_side.json
+    python benchmarks/transfer/nsp_side_by_side.py --vocabulary runs/demo/vocab.txt \\
+        --train-files 'runs/demo/corpus/wikipedia/train-*.txt,runs/demo/corpus/reviews-train.txt' \\
+        --eval-files 'runs/demo/corpus/wikipedia/heldout-*.txt' --output runs/nsp_side_by_side.json
 
 Needs the `bench` extra (torch and transformers). Writes a JSON of both curves and prints a table.
 """
@@ -28,7 +29,8 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", required=True, help="A folder with train-*.txt and heldout-*.txt (the demo's corpus/).")
+    p.add_argument("--train-files", required=True, help="Comma-separated text files/globs (the demo's corpus).")
+    p.add_argument("--eval-files", required=True, help="Held-out text files/globs.")
     p.add_argument("--vocabulary", required=True)
     p.add_argument("--output", required=True, help="JSON file of both curves.")
     p.add_argument("--steps", type=int, default=2000)
@@ -36,7 +38,8 @@ def parse_args(argv=None):
     p.add_argument("--eval-batches", type=int, default=16)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--sequence-length", type=int, default=64)
-    p.add_argument("--max-predictions", type=int, default=10)
+    p.add_argument("--max-predictions", type=int, default=26)
+    p.add_argument("--masked-lm-prob", type=float, default=0.4)
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--warmup-fraction", type=float, default=0.1)
     p.add_argument("--layers", type=int, default=2)
@@ -55,8 +58,9 @@ def _batches(args, files, count, seed):
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer(args.vocabulary)
-    ds = pretraining_dataset(sorted(glob.glob(files)), tokenizer, args.batch_size, sequence_length=args.sequence_length,
-                             max_predictions=args.max_predictions, seed=seed)
+    paths = sorted(p for pattern in files.split(",") for p in glob.glob(pattern))
+    ds = pretraining_dataset(paths, tokenizer, args.batch_size, sequence_length=args.sequence_length,
+                             max_predictions=args.max_predictions, masked_lm_prob=args.masked_lm_prob, seed=seed)
     return [({k: np.array(v) for k, v in x.items()}, {k: np.array(v) for k, v in y.items()})
             for x, y in ds.take(count)]
 
@@ -166,10 +170,10 @@ def run(args):
     from keras_bert_zoo.serving.hf_checkpoint import save_hf_checkpoint
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 
-    train = _batches(args, os.path.join(args.corpus, "train-*.txt"), args.steps, args.seed)
-    held_out = _batches(args, os.path.join(args.corpus, "heldout-*.txt"), args.eval_batches, args.seed + 1)
+    train = _batches(args, args.train_files, args.steps, args.seed)
+    held_out = _batches(args, args.eval_files, args.eval_batches, args.seed + 1)
     if len(train) < args.steps:
-        raise ValueError(f"--corpus yields {len(train)} batches, fewer than --steps={args.steps}.")
+        raise ValueError(f"--train-files yields {len(train)} batches, fewer than --steps={args.steps}.")
     ours = Ours(args, BertTokenizer(args.vocabulary).vocabulary_size())
     with tempfile.TemporaryDirectory() as directory:
         save_hf_checkpoint(ours.model, directory, vocabulary=args.vocabulary)

@@ -102,6 +102,12 @@ def plot(block, path):
 SERVED_TASK = "polarity"  # stage 3 serves a review classifier
 
 
+def _pretrained_steps(preset):
+    """The steps a preset of ours was pretrained for (its `config.json` records them)."""
+    with open(os.path.join(preset, "config.json"), encoding="utf-8") as f:
+        return int(json.load(f).get("pretraining", {}).get("steps", 0))
+
+
 def compare(args, run, our_preset):
     """Runs the protocol for every start on both tasks; returns the summary's `finetuning` block
     (every seed's scores under `<task>/<start>/runs`). Each start's first-seed model at its picked
@@ -122,7 +128,7 @@ def compare(args, run, our_preset):
     block = {"tasks": list(recipe.TASKS), "protocol": {k: list(v) if isinstance(v, tuple) else v
                                                         for k, v in settings.items()},
              "rows": {t: {s: len(data[t][s][1]) for s in ("train", "dev", "test")} for t in data},
-             "seeds": list(config.seeds), "our_preset": our_preset, "our_steps": args.steps}
+             "seeds": list(config.seeds), "our_preset": our_preset, "our_steps": _pretrained_steps(our_preset)}
     say("compare", f"the fair protocol on {len(data)} tasks: grid {', '.join(f'{r:g}' for r in config.learning_rates)} "
         f"on seed {config.seeds[0]}, the pick on dev, seeds {', '.join(map(str, config.seeds))} on test; "
         + "; ".join(f"{t}: {r['train']:,} training rows, {r['dev']:,} dev, {r['test']:,} test"

@@ -101,7 +101,7 @@ def prepare_corpus(directory, in_domain=True, heldout_fraction=0.05, max_article
     if os.path.isfile(record):
         with open(record, encoding="utf-8") as f:
             saved = json.load(f)
-        if saved["settings"] == [in_domain, heldout_fraction, max_articles]:
+        if saved.get("settings") == [in_domain, heldout_fraction, max_articles]:
             return Corpus(tuple(saved["train_files"]), tuple(saved["heldout_files"]), saved["stats"])
 
     stats = wikipedia.prepare_wikipedia(wikipedia.sample_dump_path(), os.path.join(directory, "wikipedia"),
