@@ -26,8 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 
-# The recipe keys that change what random init is (so a lever on them gets its own random row).
-ARCHITECTURE = ("num_layers", "num_heads", "hidden_dim", "intermediate_dim", "vocabulary_size", "sequence_length")
+# The recipe keys that change what random init is (so a lever on them gets its own random row); the
+# encoder fine-tunes with the dropout it was pretrained with, so that is one too.
+ARCHITECTURE = ("num_layers", "num_heads", "hidden_dim", "intermediate_dim", "vocabulary_size", "sequence_length",
+                "dropout")
 
 
 def _value(text):
