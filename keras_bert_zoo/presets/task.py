@@ -106,16 +106,27 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     return model
 
 
+# Held-out next-sentence accuracy at which a pretrained pooler counts as trained (the issue's bar;
+# real BERT reaches ~0.97, chance is 0.5).
+POOLER_TRAINED_AT = 0.75
+
+
 def _head_for_pretraining(cls, pretrained, explicit):
-    """A task whose head can read the pooler or the tokens (`pooling`) reads the tokens' mean
-    when the preset's pooler was never trained (pretrained without next-sentence prediction)."""
+    """A task whose head can read the pooler or the tokens (`pooling`) reads the tokens' mean when
+    the preset's pooler was never trained: pretrained without next-sentence prediction, or with it
+    but held-out NSP accuracy (recorded by `run_pretraining`) below `POOLER_TRAINED_AT`."""
     if "pooling" not in inspect.signature(cls.__init__).parameters or explicit.get("pooling") is not None:
         return {}
-    if pretrained.get("nsp", True):
+    nsp_accuracy = (pretrained.get("held_out") or {}).get("nsp_accuracy")
+    if not pretrained.get("nsp", True):
+        why = "was pretrained without next-sentence prediction, so its pooler was never trained"
+    elif nsp_accuracy is not None and nsp_accuracy < POOLER_TRAINED_AT:
+        why = (f"reached held-out next-sentence accuracy {nsp_accuracy:.3f} (below {POOLER_TRAINED_AT}), so its "
+               "pooler did not learn")
+    else:
         return {}
-    logger.info("%s: the preset was pretrained without next-sentence prediction, so its pooler was never "
-                "trained; the head reads the mean of the tokens' vectors (pooling='mean'; pass "
-                "pooling='pooled_output' for the pooler).", cls.__name__)
+    logger.info("%s: the preset %s; the head reads the mean of the tokens' vectors (pooling='mean'; pass "
+                "pooling='pooled_output' for the pooler).", cls.__name__, why)
     return {"pooling": "mean"}
 
 

@@ -182,14 +182,21 @@ def _run_phases(config, model, tokenizer, phases, evaluate, baselines, callbacks
     return phase["offset"] + result["step"], resumed_from, history, False
 
 
-def pretraining_record(config, phases, step):
+def pretraining_record(config, phases, step, history=(), baselines=None):
     """What the saved preset records of the run: the longest length it trained at (a task built
-    from it defaults to that), the steps, the masking and the optimizer's peak rate."""
+    from it defaults to that), the steps, the masking, the optimizer's peak rate and the last
+    held-out accuracies (a task reads the pooler only if next-sentence prediction learned)."""
     record = {"sequence_length": max(p["sequence_length"] for p in phases if p["offset"] < step),
               "steps": int(step), "batch_size": config.batch_size, "learning_rate": config.learning_rate,
               "bias_correction": config.bias_correction}
     if config.train_files is not None:
         record.update(masked_lm_prob=config.masked_lm_prob, whole_word_masking=config.whole_word_masking)
+    if history:
+        last = history[-1]
+        record["held_out"] = {"step": int(last["step"]), "mlm_accuracy": float(last["mlm_accuracy"])}
+        if last.get("nsp_accuracy") is not None:
+            record["held_out"]["nsp_accuracy"] = float(last["nsp_accuracy"])
+            record["held_out"]["nsp_majority_accuracy"] = float((baselines or {}).get("nsp_majority_accuracy", 0.5))
     return record
 
 
@@ -243,7 +250,7 @@ def run_pretraining(config, callbacks=()):
                                                        callbacks)
     if is_chief(dist):
         model.save_to_preset(os.fspath(config.output_dir), vocabulary=vocab_path,
-                             pretraining=pretraining_record(config, phases, step))
+                             pretraining=pretraining_record(config, phases, step, history, baselines))
     return {"step": step, "resumed_from": resumed_from, "output_dir": config.output_dir, "held_out": history,
             "baselines": baselines, "held_out_batches": held_out_batches, "stopped_early": stopped,
             "heads_loaded": heads, "phases": phases, "model": model}

@@ -289,23 +289,28 @@ def test_mean_pooling_head_reads_the_mean_of_the_real_tokens_and_round_trips(tmp
     np.testing.assert_allclose(again.predict(SENTENCES, verbose=0), task.predict(SENTENCES, verbose=0), atol=1e-5)
 
 
-def _pretrained_preset(directory, nsp, sequence_length):
+def _pretrained_preset(directory, nsp, sequence_length, nsp_accuracy=None):
     from keras_bert_zoo.models.bert_backbone import BertBackbone
     from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
 
     pretrainer = BertPretrainer(BertBackbone.from_preset(FIXTURE), nsp=nsp)
     vocabulary = os.path.join(FIXTURE, "vocab.txt")
-    return pretrainer.save_to_preset(str(directory), vocabulary=vocabulary,
-                                     pretraining={"sequence_length": sequence_length, "steps": 10})
+    record = {"sequence_length": sequence_length, "steps": 10}
+    if nsp_accuracy is not None:
+        record["held_out"] = {"step": 10, "mlm_accuracy": 0.1, "nsp_accuracy": nsp_accuracy}
+    return pretrainer.save_to_preset(str(directory), vocabulary=vocabulary, pretraining=record)
 
 
-@pytest.mark.parametrize("nsp, expected", [(False, "mean"), (True, "pooled_output")])
-def test_a_preset_pretrained_without_nsp_gets_a_head_that_reads_the_tokens(tmp_path, caplog, nsp, expected):
-    preset = _pretrained_preset(tmp_path / "preset", nsp, sequence_length=12)
+@pytest.mark.parametrize("nsp, nsp_accuracy, expected, said", [
+    (False, None, "mean", "pretrained without next-sentence prediction"),
+    (True, 0.55, "mean", "held-out next-sentence accuracy 0.550 (below 0.75)"),
+    (True, 0.9, "pooled_output", None), (True, None, "pooled_output", None)])
+def test_a_head_reads_the_tokens_unless_nsp_trained_the_pooler(tmp_path, caplog, nsp, nsp_accuracy, expected, said):
+    preset = _pretrained_preset(tmp_path / "preset", nsp, sequence_length=12, nsp_accuracy=nsp_accuracy)
     with caplog.at_level(logging.INFO, logger="keras_bert_zoo.models"):
         task = BertClassifier.from_preset(preset, num_classes=2)
     assert task.pooling == expected
-    assert ("pooler was never trained" in caplog.text) == (not nsp)
+    assert (said in caplog.text) if said else "pooling='mean'" not in caplog.text
     # The caller's choice wins, and a saved classifier keeps its own.
     assert BertClassifier.from_preset(preset, num_classes=2, pooling="pooled_output").pooling == "pooled_output"
     assert BertClassifier.from_preset(preset, num_classes=2, load_weights=False).pooling == expected

@@ -74,3 +74,4 @@ def test_nsp_learns_a_separable_corpus_through_the_pipeline_and_the_preset_recor
         record = json.load(f)["pretraining"]
     assert record["sequence_length"] == 32 and record["steps"] == 600 and record["nsp"] is True
     assert record["masked_lm_prob"] == 0.15 and record["bias_correction"] is True
+    assert record["held_out"]["nsp_accuracy"] == held_out["nsp_accuracy"]  # the head rule reads it
