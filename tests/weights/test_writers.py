@@ -55,7 +55,8 @@ def test_the_deprecated_save_to_preset_calls_the_models_method(tmp_path, kind):
         assert loading.read_task_config(method) == {}
     else:  # the method adds the task's settings, which serving's loader needs
         assert loading.read_task_config(method) == {
-            "task": {"class_name": "BertPretrainer", "config": {"nsp": True, "objective": "mlm"}}}
+            "task": {"class_name": "BertPretrainer", "config": {"nsp": True, "objective": "mlm"}},
+            "pretraining": {"nsp": True, "objective": "mlm"}}  # what a task built from it reads (pooling)
         loaded = client.load_task(method)
         assert isinstance(loaded, BertPretrainer)
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded.nsp_head.kernel),
