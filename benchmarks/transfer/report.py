@@ -124,6 +124,8 @@ def plot(curve, rows, path):
                     label=f"{task}: ours − random (bars: 2 std)")
     ax.axhline(0.0, color="black", linewidth=1)
     ax.set_xscale("log")
+    ax.set_xticks(minutes, [f"{m:.3g}" for m in minutes])  # the budgets themselves, not powers of ten
+    ax.minorticks_off()
     ax.set_xlabel(f"pretraining compute: minutes of 2 cores ({curve['cpu']})")
     ax.set_ylabel("test accuracy margin over random init")
     ax.set_title("Our pretraining against random init, the fair protocol, 3 seeds")
