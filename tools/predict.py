@@ -4,7 +4,8 @@
 
 Each input line is either one instance, an object with the model's named inputs
 (`{"text": "a gripping film"}`; with a single input a bare JSON string will do), answered
-by one object of outputs (`{"label": "positive", "label_id": 1, "probabilities": [...]}`),
+by one object of outputs (`{"input_truncated": false, "label": "positive", "label_id": 1,
+"probabilities": [...]}`),
 or a whole TF Serving REST request, answered as TF Serving's REST API answers it:
 `{"instances": [...]}` -> `{"predictions": [...]}`, `{"inputs": {...}}` -> `{"outputs": {...}}`.
 Instances are run in batches of similar length (sorted by characters) and written in the
