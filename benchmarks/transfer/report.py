@@ -62,8 +62,12 @@ def summary(curve, rows):
     pick = lambda r: {"steps": r["steps"], "minutes": round(r["minutes"], 1),  # noqa: E731
                       "margins": ", ".join(f"{t} {v['margin']:+.3f} (2σ {v['two_std']:.3f})"
                                            for t, v in r["tasks"].items())}
+    first = {}  # per task: the first budget above random by 2 std on that task alone
+    for task in curve["majority"]:
+        row = next((r for r in rows if r["tasks"][task]["margin"] > r["tasks"][task]["two_std"]), None)
+        first[task] = pick(row) if row else None
     return {"cpu": curve["cpu"], "crossing": pick(crossing) if crossing else None,
-            "largest": pick(rows[-1]) if rows else None,
+            "largest": pick(rows[-1]) if rows else None, "first_by_task": first,
             "random": {t: curve["random"][t]["test_mean"] for t in curve["majority"]},
             "real": {t: curve["real"][t]["test_mean"] for t in curve["majority"]} if "real" in curve else None}
 

@@ -94,6 +94,11 @@ def test_the_crossing_line_reads_the_measured_curve(tmp_path):
     curve = {"cpu": "x", "crossing": None, "largest": {"steps": 48000, "minutes": 150.0, "margins": "+0.01/-0.02"}}
     (tmp_path / "c.json").write_text(json.dumps(curve))
     assert "no budget up to 48,000 steps" in compare.crossing_line(str(tmp_path / "c.json"))
+    curve["first_by_task"] = {"polarity": None, "definitions": {"steps": 4000, "minutes": 9.1, "margins": ""}}
+    (tmp_path / "c.json").write_text(json.dumps(curve))
+    line = compare.crossing_line(str(tmp_path / "c.json"))
+    assert "on definitions alone from 4,000 steps (~9 min): python benchmarks/transfer/curve.py" in line
+    assert "--steps 4000" in line and "on polarity alone" not in line
 
 
 def _tiny_classifier_preset(directory, labels):

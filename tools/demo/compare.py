@@ -45,9 +45,14 @@ def crossing_line(path=CURVE):
                 f"{crossing['steps']:,} pretraining steps (~{crossing['minutes']:.0f} min on 2 cores): "
                 f"python tools/quickstart.py --steps {crossing['steps']}")
     best = curve.get("largest")
-    return (f"the transfer curve ({curve['cpu']}) has no budget up to {best['steps']:,} steps "
+    line = (f"the transfer curve ({curve['cpu']}) has no budget up to {best['steps']:,} steps "
             f"(~{best['minutes']:.0f} min) where ours beats random by 2 std on both tasks "
-            f"(margins there: {best['margins']}); docs/demo.md names the next lever")
+            f"(margins there: {best['margins']})")
+    for task, first in (curve.get("first_by_task") or {}).items():
+        if first:
+            line += (f"; on {task} alone from {first['steps']:,} steps (~{first['minutes']:.0f} min): "
+                     f"python benchmarks/transfer/curve.py --output-dir runs/transfer --steps {first['steps']}")
+    return line + "; docs/demo.md names the next lever"
 
 
 def table(block):

@@ -1,0 +1,59 @@
+"""benchmarks/transfer/report.py: the margins, the 2-std rule, the crossing per task and on both, the table and
+the PNG, on a curve written by hand (the numbers are checked against arithmetic done here)."""
+
+import importlib.util
+import math
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPEC = importlib.util.spec_from_file_location("transfer_report", os.path.join(ROOT, "benchmarks", "transfer",
+                                                                               "report.py"))
+report = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(report)
+
+
+def _result(mean, std):
+    return {"test_mean": mean, "test_std": std}
+
+
+def _budget(steps, polarity, definitions):
+    held_out = [{"step": steps, "mlm_accuracy": 0.1}]
+    return {"pretraining": {"steps": steps, "seconds": steps * 0.3, "load_average": [2.0, 2.0], "held_out": held_out},
+            "polarity": _result(*polarity), "definitions": _result(*definitions)}
+
+
+CURVE = {"cpu": "test kind", "majority": {"polarity": 0.55, "definitions": 0.5},
+         "random": {"polarity": _result(0.67, 0.008), "definitions": _result(0.61, 0.003)},
+         "ours": {"recipe-1000": _budget(1000, (0.64, 0.009), (0.60, 0.005)),
+                  "recipe-4000": _budget(4000, (0.64, 0.007), (0.647, 0.010)),  # definitions beats, polarity not
+                  "recipe-16000": _budget(16000, (0.70, 0.006), (0.66, 0.004)),  # both beat
+                  "lever": dict(_budget(2000, (0.9, 0.0), (0.9, 0.0)), levers={"nsp": True})}}
+
+
+def test_margins_follow_the_two_std_rule_and_levers_stay_off_the_curve():
+    rows = report.points(CURVE, step_seconds=0.15)
+    assert [r["steps"] for r in rows] == [1000, 4000, 16000]
+    definitions = rows[1]["tasks"]["definitions"]
+    assert math.isclose(definitions["margin"], 0.647 - 0.61)
+    assert math.isclose(definitions["two_std"], 2 * math.hypot(0.010, 0.003))
+    assert [r["beats"] for r in rows] == [False, False, True]
+    assert math.isclose(rows[2]["minutes"], 16000 * 0.15 / 60)
+
+
+def test_the_summary_names_the_first_budget_on_both_tasks_and_on_each():
+    summary = report.summary(CURVE, report.points(CURVE, step_seconds=0.15))
+    assert summary["crossing"]["steps"] == 16000 and summary["largest"]["steps"] == 16000
+    assert summary["first_by_task"]["definitions"]["steps"] == 4000
+    assert summary["first_by_task"]["polarity"]["steps"] == 16000
+    assert summary["random"] == {"polarity": 0.67, "definitions": 0.61}
+
+
+def test_the_table_bolds_only_the_margins_beyond_two_std_and_the_png_is_drawn(tmp_path):
+    rows = report.points(CURVE, step_seconds=0.15)
+    table = report.curve_table(CURVE, rows)
+    lines = table.splitlines()
+    assert lines[2].count("**") == 0 and lines[3].count("**") == 2 and lines[4].count("**") == 4
+    assert "| 4,000 steps (~10 min; ran 20 min at load 2.0) | 0.100 | 0.640 ± 0.007 | -0.030 (0.021) |" in table
+    path = report.plot(CURVE, rows, str(tmp_path / "curve.png"))
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
