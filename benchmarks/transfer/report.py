@@ -94,11 +94,13 @@ def curve_table(curve, rows):
 
 def levers_table(levers):
     """A row per lever run: what changed, its budget, each task's result and margin against the
-    random init of its own architecture."""
+    random init of its own architecture, and the change against the recipe at the same steps
+    (kept into the recipe only if better by more than 2σ on every task)."""
     tasks = list(levers["majority"])
+    recipe = {o["pretraining"]["steps"]: o for o in levers.get("ours", {}).values() if not o.get("levers")}
     lines = ["| lever (changed from the recipe) | steps | held-out MLM | "
-             + " | ".join(f"{t}: ours − random (2σ)" for t in tasks) + " |",
-             "|" + "---|" * (3 + len(tasks))]
+             + " | ".join(f"{t}: ours − random (2σ) [ours]" for t in tasks) + " | against the recipe at its steps (2σ) | kept |",
+             "|" + "---|" * (5 + len(tasks))]
     for key, ours in sorted(levers.get("ours", {}).items(), key=lambda kv: (kv[1]["name"], kv[1]["pretraining"]["steps"])):
         random = levers[ours.get("random", "random")]
         record = ours["pretraining"]
@@ -106,6 +108,17 @@ def levers_table(levers):
         for t in tasks:
             diff, two_std = margin(ours[t], random[t])
             cells.append(f"{diff:+.3f} ({two_std:.3f}) [{ours[t]['test_mean']:.3f}]")
+        base = recipe.get(record["steps"])
+        if not ours.get("levers"):
+            cells += ["–", "recipe"]
+        elif base is None:
+            cells += ["no recipe run at these steps", "–"]
+        else:
+            against = [margin(ours[t], base[t]) for t in tasks]
+            worse = [t for t, (d, band) in zip(tasks, against) if d < -band]
+            verdict = ("yes: better beyond 2σ on every task" if all(d > band for d, band in against)
+                       else f"no: worse beyond 2σ on {', '.join(worse)}" if worse else "no: within 2σ")
+            cells += [", ".join(f"{d:+.3f} ({band:.3f})" for d, band in against), verdict]
         changed = ", ".join(f"{k}={v}" for k, v in ours.get("levers", {}).items()) or "none (the recipe)"
         lines.append(f"| {ours['name']}: {changed} | {record['steps']:,} | {record['held_out'][-1]['mlm_accuracy']:.3f} | "
                      + " | ".join(cells) + " |")

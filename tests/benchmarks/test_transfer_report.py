@@ -57,3 +57,14 @@ def test_the_table_bolds_only_the_margins_beyond_two_std_and_the_png_is_drawn(tm
     path = report.plot(CURVE, rows, str(tmp_path / "curve.png"))
     with open(path, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_lever_is_compared_with_the_recipe_at_its_own_steps():
+    curve = dict(CURVE, ours=dict(CURVE["ours"], lever=dict(_budget(4000, (0.65, 0.01), (0.64, 0.01)),
+                                                             name="lever", levers={"nsp": True})))
+    for o in curve["ours"].values():
+        o.setdefault("name", "recipe")
+    rows = report.levers_table(curve).splitlines()
+    lever = next(r for r in rows if r.startswith("| lever: nsp=True | 4,000 |"))
+    assert lever.endswith("| +0.010 (0.024), -0.007 (0.028) | no: within 2σ |")
+    assert all(r.endswith("| – | recipe |") for r in rows if r.startswith("| recipe:"))
