@@ -19,14 +19,9 @@ import keras
 import numpy as np
 
 import keras_bert_zoo as kbz
+from keras_bert_zoo.conftest import WORDS
 
-WORDS = (
-    ". , ! ? ' the a is was by it he she man someone eat ##s ##ing sit down fl ##ies rain car who "
-    "wrote written ann great film dull and long hello world eu reject german call to boycott british "
-    "lamb angela merkel visit ##ed paris planet earth sun of in on moon star sky blue night day this "
-    "that good bad story shines orbits bright at dark are cold we see"
-).split()
-TOKENS = kbz.text.google_reserved_tokens(num_unused=0) + WORDS
+TOKENS = kbz.text.google_reserved_tokens(num_unused=0) + list(WORDS)  # the doctests' vocabulary
 BACKBONE = dict(vocabulary_size=len(TOKENS), num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
                 max_sequence_length=64)
 SENTENCES = ["a great film", "the man sits down and eats", "dull", "angela merkel visited paris and the sun is a star"]
