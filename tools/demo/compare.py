@@ -108,9 +108,10 @@ SERVED_TASK = "polarity"  # stage 3 serves a review classifier
 
 
 def _pretrained_steps(preset):
-    """The steps a preset of ours was pretrained for (its `config.json` records them)."""
-    with open(os.path.join(preset, "config.json"), encoding="utf-8") as f:
-        return int(json.load(f).get("pretraining", {}).get("steps", 0))
+    """The steps a preset of ours was pretrained for (the record its config holds)."""
+    from keras_bert_zoo.presets.loading import read_task_config  # lazy: loads TensorFlow (start-up time)
+
+    return int(read_task_config(preset).get("pretraining", {}).get("steps", 0))
 
 
 def compare(args, run, our_preset):
