@@ -20,7 +20,7 @@ TOP_LEVEL = (PACKAGE, "tools", "benchmarks", "references")
 
 # The floors, lowest first; a module imports only from its own floor or below.
 FLOORS = [
-    {"utils"},
+    {"utils", "tasks"},
     {"weights"},
     {"presets"},
     {"layers", "text", "training"},

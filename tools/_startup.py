@@ -31,6 +31,7 @@ as a shell reports SIGINT.
 import atexit
 import contextlib
 import errno
+import importlib.util
 import os
 import re
 import sys
@@ -58,6 +59,20 @@ USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryEr
                PermissionError)
 # OSErrors of the place the user chose, not of our code: a read-only or full file system, a name too long.
 USER_ERRNOS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG)
+
+
+def package_module(name):
+    """A module of the package that imports only the standard library (`keras_bert_zoo.tasks`: the
+    task names a tool's flags offer), loaded from its file: importing it by name would run
+    `keras_bert_zoo/__init__.py` first, which imports TensorFlow. Registered under its own name, so
+    the package's later imports of it find this one."""
+    if name not in sys.modules:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        spec = importlib.util.spec_from_file_location(name, os.path.join(root, *name.split(".")) + ".py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def import_tensorflow():

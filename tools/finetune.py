@@ -74,10 +74,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tools._startup import DEBUG_FLAG, import_tensorflow, run_main  # noqa: E402
+from tools._startup import DEBUG_FLAG, import_tensorflow, package_module, run_main  # noqa: E402
 
-TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli", "swag", "squad1", "squad2",
-         "conll2003")
+TASKS = package_module("keras_bert_zoo.tasks").NAMES  # the task table's names, read before TensorFlow
 FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
                    "weighted_sum_all")
 RULES = ("original", "hf_pipeline")  # SQuAD windows and decoding (keras_bert_zoo.text.span_windows.RULES)

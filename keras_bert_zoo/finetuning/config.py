@@ -8,26 +8,26 @@ flag fails before anything is read, built or written, naming the flag.
 import dataclasses
 import os
 
-from keras_bert_zoo.data.glue import GLUE_TASKS, glue_format
+from keras_bert_zoo.tasks import NAMES, names_of, task_facts
 from keras_bert_zoo.text.span_windows import RULES
 from keras_bert_zoo.training.distribute import STRATEGIES
 from keras_bert_zoo.utils.precision import resolve_precision
 
-SQUAD_TASKS = ("squad1", "squad2")  # SQuAD v1.1 / v2.0 JSON (keras_bert_zoo.data.squad)
-TAGGING_TASKS = ("conll2003",)  # CoNLL-format NER columns (keras_bert_zoo.data.conll)
-TASKS = GLUE_TASKS + ("swag",) + SQUAD_TASKS + TAGGING_TASKS
+# The task names, by what a flag below is for; each task's facts are its row in keras_bert_zoo.tasks.
+TASKS = NAMES
+SQUAD_TASKS = names_of("squad")  # SQuAD v1.1 / v2.0 JSON (keras_bert_zoo.data.squad)
+TAGGING_TASKS = names_of("tagging")  # CoNLL-format NER columns (keras_bert_zoo.data.conll)
 # The §5.3 feature choices (keras_bert_zoo.models.bert_feature_extractor.FEATURES; a test keeps them equal).
 FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
                    "weighted_sum_all")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 PRECISION_CHOICES = ("auto",) + PRECISIONS  # "auto": keras_bert_zoo.utils.precision.auto_precision()
 TFDS_PREFIX = "tfds:"  # `--train-file tfds:train`: the task's GLUE split from tensorflow-datasets
-# The recipe a flag left out takes: (epochs, batch_size, learning_rate). The paper's for GLUE, SWAG and
-# SQuAD. CoNLL fine-tuning: 3 epochs (the paper's and HF's run_ner.py's), batch and learning rate picked
-# from the training sentences (`tagging_recipe`, None here). The feature-based tagger trains with Adam
-# on frozen features: Table 7's 10 epochs, batch 32, 1e-3.
-RECIPE = (3, 32, 5e-5)
-TASK_RECIPES = {"conll2003": (3, None, None), "conll2003/feature_based": (10, 32, 1e-3)}
+# The recipe a flag left out takes, (epochs, batch_size, learning_rate), is the task's row's: the paper's
+# for GLUE, SWAG and SQuAD. CoNLL fine-tuning: 3 epochs (the paper's and HF's run_ner.py's), batch and
+# learning rate picked from the training sentences (`tagging_recipe`, None there). The feature-based
+# tagger trains with Adam on frozen features: Table 7's 10 epochs, batch 32, 1e-3.
+FEATURE_BASED_RECIPE = (10, 32, 1e-3)
 # A tagger leaves the all-O class prior only after enough updates (docs/ner.md: WNUT with MiniLM at
 # 1e-4 stayed all O after 126 steps, reached entity F1 0.20-0.37 after 375-378 and 0.42 after 625),
 # so `tagging_recipe` takes the largest batch that still gives this many steps.
@@ -35,7 +35,7 @@ NER_MIN_STEPS = 375
 NER_BATCHES = (32, 16, 8)  # 8 is HF TrainingArguments' default batch, which its run_ner.py example trains with
 # Special tokens around the text of one input: [CLS] a [SEP], or [CLS] a [SEP] b [SEP] for a pair
 # (GLUE's pair tasks; SWAG: context and ending). A window needs them plus one token of each text.
-PAIR_TASKS = tuple(t for t in GLUE_TASKS if len(glue_format(t).text_columns) == 2) + ("swag",)
+PAIR_TASKS = names_of(pair=True)
 SQUAD_QUERY_LENGTH = 64  # SpanExtractorPreprocessor's max_query_length when the flag is left out
 
 
@@ -83,14 +83,14 @@ class FinetuningConfig:
     (32, 5e-05)
     """
 
-    task: str  # one of TASKS: the nine GLUE tasks, "swag", "squad1", "squad2" or "conll2003"
+    task: str  # one of TASKS (keras_bert_zoo.tasks): a GLUE task, "swag", "squad1", "squad2" or "conll2003"
     train_file: str  # training data (the task's file as distributed, or "tfds:<split>")
     dev_file: str  # labelled dev set, scored with the task's official metrics after every epoch
     preset: str  # checkpoint to start from: registry name, our/Google/HF directory, zip or ckpt
     output_dir: str  # results.json, dev_predictions.tsv, preset/, GLUE's submission file
     test_file: str = None  # unlabelled test set: GLUE's submission file (SWAG: test_predictions.tsv)
     dev_mismatched_file: str = None  # MNLI only: the mismatched dev set, scored too
-    # None: the task's recipe (`TASK_RECIPES`, else `RECIPE`: 3 epochs, batch 32, 5e-5), filled in once.
+    # None: the task's recipe (its row's, e.g. 3 epochs, batch 32, 5e-5; `FEATURE_BASED_RECIPE`), filled in once.
     epochs: int = None  # passes over the training data
     batch_size: int = None  # global batch size (summed over replicas)
     learning_rate: float = None  # peak learning rate (the paper's grid: 5e-5, 4e-5, 3e-5, 2e-5)
@@ -126,9 +126,9 @@ class FinetuningConfig:
         if self.task not in TASKS:
             raise ValueError(f"{flag('task')}: unknown task. Received: task={self.task!r}. Use one of {TASKS}.")
         if self.sequence_length is None:  # frozen: the task's default is filled in once, here
-            object.__setattr__(self, "sequence_length", 384 if self.task in SQUAD_TASKS else 128)
-        recipe_key = self.task + ("/feature_based" if self.feature_based is not None else "")
-        for name, value in zip(("epochs", "batch_size", "learning_rate"), TASK_RECIPES.get(recipe_key, RECIPE)):
+            object.__setattr__(self, "sequence_length", task_facts(self.task).sequence_length)
+        recipe = FEATURE_BASED_RECIPE if self.feature_based is not None else task_facts(self.task).recipe
+        for name, value in zip(("epochs", "batch_size", "learning_rate"), recipe):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
         for name in ("epochs", "batch_size", "sequence_length"):
@@ -249,9 +249,9 @@ class FinetuningConfig:
         if not isinstance(value, str) or not value:
             raise ValueError(f"{flag(name)} is required. Received: {name}={value!r}.")
         if value.startswith(TFDS_PREFIX):
-            if self.task == "swag":
-                raise ValueError(f"{flag(name)}: tensorflow-datasets has no SWAG (only hellaswag). "
-                                 f"Received: {name}={value!r}. Give SWAG's CSV file.")
+            if task_facts(self.task).tfds is None:
+                raise ValueError(f"{flag(name)}: tensorflow-datasets has no {self.task.upper()}. "
+                                 f"Received: {name}={value!r}. Give the task's file as distributed.")
             if not value[len(TFDS_PREFIX):]:
                 raise ValueError(f"{flag(name)}: name a tfds split after 'tfds:'. Received: {name}={value!r}.")
         elif not os.path.isfile(value):

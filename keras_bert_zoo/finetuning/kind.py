@@ -1,12 +1,13 @@
-"""`TaskKind`: what one task family (GLUE/SWAG, SQuAD, CoNLL tagging) does in a fine-tuning run.
+"""`TaskKind`: what one task family (GLUE, SWAG, SQuAD, CoNLL tagging) does in a fine-tuning run.
 
 `run_finetuning` and the search (`keras_bert_zoo.finetuning.search`) are the same for every task;
-what differs is a kind's, one file per family (`glue.py`, `squad.py`, `tagging.py`). A kind takes a
-`FinetuningConfig` and the casing `check_preset` settled on, and supplies:
+what differs is a kind's, one file per family (`glue.py`, `swag.py`, `squad.py`, `tagging.py`). A
+kind takes a `FinetuningConfig` and the casing `check_preset` settled on, and supplies:
 
-- `tasks`: the task names it serves (`run.py`'s table is built from them);
+- `tasks`: the task names it serves (the rows of `keras_bert_zoo.tasks` that name it; `run.py`'s
+  table is built from them);
 - `objectives`: the dev metrics its `evaluate` returns, and `objective_for(task)`, the paper's
-  official one (the search's default);
+  official one (the task's row; the search's default);
 - `read()`: the training `(x, y)` for `task.fit` (kept as `self.train`) and the dev set
   (`self.dev`); `settle_recipe()`, in a run, what the recipe takes from the data read;
 - `build(learning_rate, seed)`: the compiled task from the preset, *without* entering a
@@ -37,6 +38,7 @@ from keras_bert_zoo.presets.loading import get_preset_vocabulary
 from keras_bert_zoo.presets.model_card import write_card
 from keras_bert_zoo.presets.task import preprocessor_settings
 from keras_bert_zoo.serving.export import export, export_target
+from keras_bert_zoo.tasks import task_facts
 from keras_bert_zoo.text.vocabulary import load_vocabulary
 from keras_bert_zoo.training.callbacks import BuildAwareProgbar
 from keras_bert_zoo.training.epoch_log import EpochLog
@@ -193,8 +195,8 @@ class TaskKind:
 
     @classmethod
     def objective_for(cls, task):
-        """The paper's official dev metric of `task` (the search's default objective)."""
-        return cls.default_objective
+        """The paper's official dev metric of `task` (its row's; the search's default objective)."""
+        return task_facts(task).objective
 
     def read(self):
         """Reads the training and dev data; returns `(self.train, self.dev)`."""

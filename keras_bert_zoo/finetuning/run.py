@@ -1,8 +1,8 @@
 """`run_finetuning`: the core of `tools/finetune.py`, one fine-tuning run of any task.
 
-The task's kind (`TaskKind`: `glue.py` for the GLUE tasks and SWAG, `squad.py` for SQuAD
-v1.1/v2.0, `tagging.py` for CoNLL NER) comes from `KINDS`, the table of the task names each
-kind serves; every run is then the same steps: read → build → fit → score the dev set →
+The task's kind (`TaskKind`: `glue.py` for the GLUE tasks, `swag.py` for SWAG, `squad.py` for
+SQuAD v1.1/v2.0, `tagging.py` for CoNLL NER; the task's row in `keras_bert_zoo.tasks` names it)
+comes from `KINDS`, the table of the task names each kind serves; every run is then the same steps: read → build → fit → score the dev set →
 write → export → `results.json` (written last). What each kind writes into `output_dir` is in
 its module's docstring; every run also writes `tensorboard/` (TensorBoard logs: training loss,
 learning rate and dev metrics per epoch), `curves.png` (the same as a figure, the baseline dashed)
@@ -36,6 +36,7 @@ from keras_bert_zoo.finetuning.glue import GlueKind
 from keras_bert_zoo.finetuning.kind import (check_preset, checked_export_target, export_finetuned, save_or_rescue,
                                             write_results)
 from keras_bert_zoo.finetuning.squad import SquadKind
+from keras_bert_zoo.finetuning.swag import SwagKind
 from keras_bert_zoo.finetuning.tagging import TaggingKind
 from keras_bert_zoo.presets.config import get_preset_config, parameter_count
 from keras_bert_zoo.training.distribute import get_strategy
@@ -51,7 +52,7 @@ logger = logging.getLogger("keras_bert_zoo.training")
 INPUT_FIELDS = ("preset", "train_file", "dev_file", "test_file", "dev_mismatched_file", "tfds_data_dir")
 
 # Task name -> its kind: a new task family adds its kind here (one file, one line).
-KINDS = {task: kind for kind in (GlueKind, SquadKind, TaggingKind) for task in kind.tasks}
+KINDS = {task: kind for kind in (GlueKind, SwagKind, SquadKind, TaggingKind) for task in kind.tasks}
 
 
 def task_kind(config, lowercase, detected):

@@ -31,6 +31,7 @@ from keras_bert_zoo.finetuning.kind import TaskKind, per_second
 from keras_bert_zoo.finetuning.results_file import file_record
 from keras_bert_zoo.metrics.baselines import empty_answer_baseline
 from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
+from keras_bert_zoo.tasks import names_of, task_facts
 from keras_bert_zoo.utils.files import atomic_write_json
 
 VERSIONS = {"squad1": "v1.1", "squad2": "v2.0"}
@@ -111,15 +112,13 @@ class SquadKind(TaskKind):
     official script's tie rule — while an untuned `f1` would score a threshold nobody uses.
     """
 
-    tasks = tuple(VERSIONS)
-    default_objective = "f1"
+    tasks = names_of("squad")
     task_class = BertSpanExtractor
 
     def __init__(self, config, lowercase, detected):
         super().__init__(config, lowercase, detected)
         self.version = VERSIONS[config.task]
-        self.objectives = (("exact_match", "f1") if self.version == "v1.1" else
-                           ("exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1"))
+        self.objectives = task_facts(config.task).metrics
         self.train_data = self.metrics = self.predictions = self.null_odds = None
         self.predict_seconds, self.train_windows, self.dev_windows = 0.0, 0, 0
 

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from keras_bert_zoo.data.conll import conll_inputs, conll_labels, load_conll2003_tfds, read_conll
-from keras_bert_zoo.finetuning.config import TAGGING_TASKS, TFDS_PREFIX, flag
+from keras_bert_zoo.finetuning.config import TFDS_PREFIX, flag
 from keras_bert_zoo.finetuning.kind import TaskKind, per_second
 from keras_bert_zoo.finetuning.results_file import file_record
 from keras_bert_zoo.metrics.baselines import all_o_baseline
@@ -35,6 +35,7 @@ from keras_bert_zoo.metrics.tagging import entity_scores
 from keras_bert_zoo.metrics.tagging_dev_metrics import TaggingDevMetrics
 from keras_bert_zoo.models.bert_feature_extractor import BertFeatureExtractor
 from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier
+from keras_bert_zoo.tasks import names_of
 from keras_bert_zoo.utils.files import atomic_write_text
 
 logger = logging.getLogger("keras_bert_zoo.training")
@@ -76,9 +77,8 @@ class TaggingKind(TaskKind):
     """CoNLL-2003 NER: `BertTokenClassifier` (or, `feature_based`, the BiLSTM tagger of a
     `BertFeatureExtractor`), entity-level micro precision/recall/F1 on dev."""
 
-    tasks = TAGGING_TASKS
+    tasks = names_of("tagging")
     objectives = ("precision", "recall", "f1")
-    default_objective = "f1"
 
     def __init__(self, config, lowercase, detected):
         super().__init__(config, lowercase, detected)

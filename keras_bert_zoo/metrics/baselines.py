@@ -11,25 +11,28 @@ import numpy as np
 from keras_bert_zoo.metrics.glue import glue_metrics
 from keras_bert_zoo.metrics.squad import squad_v1_metrics, squad_v2_metrics
 from keras_bert_zoo.metrics.tagging import entity_scores
+from keras_bert_zoo.tasks import task_facts
 
 SQUAD_V2_KEYS = ("exact", "f1", "HasAns_f1", "NoAns_f1")
 
 
 def glue_baseline(task, y, label_names=None):
-    """The majority class of the dev labels for every row (SWAG: the first ending; STS-B: the
-    dev mean score, whose correlations are undefined, NaN), scored with `glue_metrics`.
+    """The majority class of the dev labels for every row (a choice, SWAG: the first ending; a
+    regression, STS-B: the dev mean score, whose correlations are undefined, NaN), scored with
+    `glue_metrics`.
 
     Args:
-        task: str. A GLUE task or "swag".
-        y: array (N,). The dev label ids (STS-B: scores).
+        task: str. A GLUE task or "swag" (a task of `keras_bert_zoo.metrics.glue.TASK_METRICS`).
+        y: array (N,). The dev label ids (a regression: scores).
         label_names: list of str or None. Names of the label ids, for `predicts`.
     """
     y = np.asarray(y)
-    if task == "stsb":
+    unit = task_facts(task).unit
+    if unit == "score":
         mean = float(y.astype("float64").mean())
         return {"predicts": f"the dev mean score {mean:.4f} for every row (a constant has no correlation)",
                 "dev": glue_metrics(task, y, np.full(y.shape, mean))}
-    if task == "swag":
+    if unit == "choice":
         return {"predicts": "the first ending (choice 0) for every row",
                 "dev": glue_metrics(task, y, np.zeros(y.shape, "int64"))}
     ids, counts = np.unique(y.astype("int64"), return_counts=True)

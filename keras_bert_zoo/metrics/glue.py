@@ -9,19 +9,11 @@ import math
 
 import numpy as np
 
+from keras_bert_zoo.tasks import TASKS, task_facts
+
 METRIC_NAMES = ("accuracy", "f1", "matthews_corrcoef", "pearson", "spearman")
-TASK_METRICS = {
-    "cola": ("matthews_corrcoef", "accuracy"),
-    "sst2": ("accuracy",),
-    "mrpc": ("accuracy", "f1"),
-    "qqp": ("accuracy", "f1"),
-    "stsb": ("pearson", "spearman"),
-    "mnli": ("accuracy",),
-    "qnli": ("accuracy",),
-    "rte": ("accuracy",),
-    "wnli": ("accuracy",),
-    "swag": ("accuracy",),
-}
+# The tasks scored here: every row of the task table whose metrics are all among these.
+TASK_METRICS = {task.name: task.metrics for task in TASKS if set(task.metrics) <= set(METRIC_NAMES)}
 
 
 def glue_metrics(task, y_true, y_pred):
@@ -29,9 +21,9 @@ def glue_metrics(task, y_true, y_pred):
 
     Args:
         task: str. A GLUE task (`"cola"`, ..., `"wnli"`) or `"swag"`.
-        y_true: array of shape (N,). Label ids (STS-B: gold scores).
+        y_true: array of shape (N,). Label ids (a regression, STS-B: gold scores).
         y_pred: array. Predicted label ids (N,), or scores/logits (N, num_classes) whose
-            argmax is taken; STS-B: predicted scores (N,) or (N, 1).
+            argmax is taken; a regression: predicted scores (N,) or (N, 1).
 
     Returns:
         dict: metric name (see `TASK_METRICS`; names among `METRIC_NAMES`) -> float.
@@ -45,7 +37,7 @@ def glue_metrics(task, y_true, y_pred):
         raise ValueError(f"Unknown task. Received: task={task!r}. Use one of {tuple(TASK_METRICS)}.")
     y_true = np.asarray(y_true)
     y_pred = np.asarray(y_pred)
-    if task == "stsb":
+    if task_facts(task).unit == "score":
         y_true, y_pred = y_true.astype("float64").reshape(-1), y_pred.astype("float64").reshape(-1)
     else:
         y_true = y_true.reshape(-1)

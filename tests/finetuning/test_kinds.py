@@ -6,11 +6,12 @@ from keras_bert_zoo.finetuning.glue import GlueKind
 from keras_bert_zoo.finetuning.kind import TaskKind
 from keras_bert_zoo.finetuning.search.run import task_objective
 from keras_bert_zoo.finetuning.squad import SquadKind
+from keras_bert_zoo.finetuning.swag import SwagKind
 from keras_bert_zoo.finetuning.tagging import TaggingKind
 
 
 def test_every_task_has_exactly_one_kind():
-    kinds = (GlueKind, SquadKind, TaggingKind)
+    kinds = (GlueKind, SwagKind, SquadKind, TaggingKind)
     served = [task for kind in kinds for task in kind.tasks]
     assert sorted(served) == sorted(TASKS) and len(served) == len(set(served))
     assert run.KINDS == {task: kind for kind in kinds for task in kind.tasks}
