@@ -40,10 +40,10 @@ class Task:
     tfds: str = None  # the tensorflow-datasets name of its splits (`tfds:<split>`); None: files only
 
 
-def glue(name, metrics, pair, objective=None, unit="class"):
-    """A GLUE row: `BertClassifier` on `read_glue`'s files, or glue/<name> of tfds."""
+def glue(name, metrics, pair, objective=None, unit="class", tfds=True):
+    """A GLUE row: `BertClassifier` on `read_glue`'s files, or (`tfds`) glue/<name> of tfds."""
     return Task(name, "glue", "BertClassifier", "read_glue", metrics, objective or metrics[0], unit, pair=pair,
-                text_inputs=PAIR if pair else None, tfds=f"glue/{name}")
+                text_inputs=PAIR if pair else None, tfds=f"glue/{name}" if tfds else None)
 
 
 TASKS = (
@@ -56,6 +56,8 @@ TASKS = (
     glue("qnli", ("accuracy",), pair=True),
     glue("rte", ("accuracy",), pair=True),
     glue("wnli", ("accuracy",), pair=True),
+    # SNLI 1.0's files, in MNLI's layout (`read_glue`); tfds's `snli` is not read (files only).
+    glue("snli", ("accuracy",), pair=True, tfds=False),
     Task("swag", "swag", "BertMultipleChoice", "read_swag", ("accuracy",), "accuracy", "choice", pair=True),
     Task("squad1", "squad", "BertSpanExtractor", "read_squad", ("exact_match", "f1"), "f1", "answer",
          sequence_length=384, tfds="squad/v1.1"),

@@ -1,7 +1,9 @@
-"""GLUE's nine tasks from the original files: raw text and labels, no tokenizing.
+"""GLUE's nine tasks (and SNLI, in MNLI's layout) from the original files: raw text and labels, no tokenizing.
 
 Each task's `train.tsv`, `dev.tsv` (MNLI: `dev_matched.tsv`, `dev_mismatched.tsv`) and
-`test.tsv` (`test_matched.tsv`, ...) exactly as GLUE distributes them: tab-separated,
+`test.tsv` (`test_matched.tsv`, ...) exactly as GLUE distributes them (SNLI: the
+`snli_1.0_{train,dev,test}.txt` of its 1.0 release, whose rows without a gold label, `-`,
+are dropped and counted in the log, as its users do): tab-separated,
 no quoting (the original `run_classifier.py` reads them with `quotechar=None`), a header
 row except CoLA's labelled files (columns source, label, original label, sentence).
 Columns are found by the header's names, so MNLI's 12-column train and 16-column dev
@@ -30,7 +32,8 @@ class GlueFormat:
     label_column: str  # header name of the label (absent from test files)
     file_labels: tuple  # the label tokens in the files, in id order (() for STS-B's float score)
     names: tuple  # human-readable label names in id order (tfds's names)
-    submission: str  # GLUE's submission file name
+    submission: str  # GLUE's submission file name (SNLI: ours, in GLUE's layout)
+    no_gold: tuple = ()  # label tokens of rows without a gold label (SNLI's "-": no annotator majority): dropped
 
 
 GLUE_FORMATS = {
@@ -50,6 +53,9 @@ GLUE_FORMATS = {
                       ("entailment", "not_entailment"), "RTE.tsv"),
     "wnli": GlueFormat(("sentence1", "sentence2"), "label", ("0", "1"), ("not_entailment", "entailment"),
                        "WNLI.tsv"),
+    # MNLI's label order, so an MNLI head lines up.
+    "snli": GlueFormat(("sentence1", "sentence2"), "gold_label", ("contradiction", "entailment", "neutral"),
+                       ("contradiction", "entailment", "neutral"), "SNLI.tsv", no_gold=("-",)),
 }
 GLUE_TASKS = tuple(GLUE_FORMATS)
 COLA_COLUMNS = ("source", "label", "original_label", "sentence")
@@ -109,7 +115,7 @@ def read_glue(task, path, errors="raise", with_ids=False, skipped=None):
     if errors not in ("raise", "skip"):
         raise ValueError(f"`errors` must be 'raise' or 'skip'. Received: errors={errors!r}.")
     columns, layout, position = None, None, 0
-    texts, labels, ids, bad = tuple([] for _ in fmt.text_columns), [], [], []
+    texts, labels, ids, bad, no_gold = tuple([] for _ in fmt.text_columns), [], [], [], []
     for line_number, row, problem in _rows(path):
         if columns is None:
             if problem:  # no header, no columns to read the rest by: never skipped
@@ -127,6 +133,9 @@ def read_glue(task, path, errors="raise", with_ids=False, skipped=None):
                 raise ValueError(f"{path}, line {line_number}: {len(row)} columns where the "
                                  f"{'header' if columns != COLA_COLUMNS else 'CoLA layout'} has {len(columns)}.")
             _check_sizes(row, columns, path, line_number)
+            if label_col is not None and row[label_col] in fmt.no_gold:
+                no_gold.append(line_number)
+                continue
             label = None if label_col is None else _label(fmt, row, label_col, columns, path, line_number)
             values = _texts(row, text_cols, columns, path, line_number)
         except ValueError as e:
@@ -140,6 +149,9 @@ def read_glue(task, path, errors="raise", with_ids=False, skipped=None):
         ids.append(row[id_col] if id_col is not None else str(position - 1))
     if columns is None:
         raise ValueError(f"GLUE file {path!r} is empty.")
+    if no_gold:
+        logger.warning("%s: dropped %d row(s) without a gold label (%s), first at lines %s", path, len(no_gold),
+                       "/".join(fmt.no_gold), ", ".join(map(str, no_gold[:5])))
     if bad:
         logger.warning("%s: skipped %d malformed row(s) of %d; first: %s", path, len(bad),
                        len(bad) + len(ids), "; ".join(message for _, message in bad[:3]))

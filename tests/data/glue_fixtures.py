@@ -1,4 +1,4 @@
-"""A few rows of every GLUE task and SWAG in the distributed files' exact layouts.
+"""A few rows of every GLUE task, SNLI and SWAG in the distributed files' exact layouts.
 
 Headers, column order, tabs and unquoted `"` are the real files'; the rows are real
 ones as far as memory serves (the second SWAG row is made up to exercise CSV quoting).
@@ -178,6 +178,29 @@ GLUE = {
                  "prairie.\tThe trains had seen the trains rushing across the prairie.\n",
                  (["Maude and Dora had seen the trains rushing across the prairie."],
                   ["The trains had seen the trains rushing across the prairie."]), None),
+    },
+    # SNLI 1.0's .txt files: 14 columns, parses before the sentences, five annotators' labels; a row whose
+    # annotators had no majority has gold_label "-" and is dropped (the third row here).
+    "snli": {
+        "train": (
+            "gold_label\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\tsentence2_parse\t"
+            "sentence1\tsentence2\tcaptionID\tpairID\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\n"
+            f"neutral\t{MNLI_PARSES}\tA person on a horse jumps over a broken down airplane.\t"
+            "A person is training his horse for a competition.\t3416050480.jpg#4\t3416050480.jpg#4r1n\tneutral"
+            "\t\t\t\t\n"
+            f"contradiction\t{MNLI_PARSES}\tA person on a horse jumps over a broken down airplane.\t"
+            "A person is at a diner, ordering an omelette.\t3416050480.jpg#4\t3416050480.jpg#4r1c\tcontradiction"
+            "\t\t\t\t\n"
+            f"-\t{MNLI_PARSES}\tTwo women are embracing while holding to go packages.\t"
+            "The sisters are hugging goodbye.\t4705552913.jpg#2\t4705552913.jpg#2r1x\tneutral\tentailment\t"
+            "contradiction\tneutral\tentailment\n"
+            f"entailment\t{MNLI_PARSES}\tA person on a horse jumps over a broken down airplane.\t"
+            "A person is outdoors, on a horse.\t3416050480.jpg#4\t3416050480.jpg#4r1e\tentailment\t\t\t\t\n",
+            (["A person on a horse jumps over a broken down airplane."] * 3,
+             ["A person is training his horse for a competition.", "A person is at a diner, ordering an omelette.",
+              "A person is outdoors, on a horse."]),
+            [2, 0, 1],
+        ),
     },
 }
 

@@ -66,6 +66,16 @@ def test_skipped_rows_are_counted_in_the_log(tmp_path, caplog):
     assert "skipped 2 malformed row(s) of 4" in caplog.text and "line 3" in caplog.text
 
 
+def test_snli_rows_without_a_gold_label_are_dropped_keeping_the_others_ids(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="keras_bert_zoo.data"):
+        x, y, ids = read_glue("snli", glue_fixtures.write(tmp_path, "snli", "train"), with_ids=True)
+    assert x[1] == ["A person is training his horse for a competition.",
+                    "A person is at a diner, ordering an omelette.", "A person is outdoors, on a horse."]
+    assert y.tolist() == [2, 0, 1] and ids == ["0", "1", "3"]  # neutral, contradiction, entailment: MNLI's ids
+    assert "dropped 1 row(s) without a gold label (-), first at lines 4" in caplog.text
+    assert glue_labels("snli") == glue_labels("mnli")
+
+
 def test_unknown_task_and_missing_file_are_refused(tmp_path):
     with pytest.raises(ValueError, match="task='sst'"):
         read_glue("sst", "x.tsv")

@@ -27,6 +27,15 @@ def test_logits_are_argmaxed():
     assert glue_metrics("mnli", [1, 0], three) == {"accuracy": 0.5}
 
 
+def test_snli_is_scored_by_accuracy_over_three_classes_and_its_baseline_is_the_majority():
+    from keras_bert_zoo.metrics.baselines import glue_baseline
+
+    logits = np.array([[0.0, 0.0, 1.0], [2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 3.0, 0.0]])
+    assert glue_metrics("snli", [2, 0, 2, 1], logits) == {"accuracy": 0.75}
+    baseline = glue_baseline("snli", np.array([2, 0, 2, 1]), ["contradiction", "entailment", "neutral"])
+    assert baseline["dev"] == {"accuracy": 0.5} and "'neutral' (2 of 4 rows)" in baseline["predicts"]
+
+
 def test_matthews_correlation():
     # TP=2, TN=1, FP=1, FN=1: (2*1 - 1*1) / sqrt(3*3*2*2) = 1/6.
     metrics = glue_metrics("cola", [1, 0, 1, 1, 0], [1, 0, 0, 1, 1])

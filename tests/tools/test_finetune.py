@@ -129,6 +129,21 @@ def test_mnli_pairs_score_matched_and_mismatched_dev_sets(tmp_path, preset):
     assert [label.decode() for label in served["label"].numpy()] == [r.split("\t")[1] for r in lines[1:]]
 
 
+def test_snli_runs_from_its_files_as_a_glue_layout_pair_task(tmp_path, preset):
+    snli = glue_fixtures.write(tmp_path, "snli", "train")  # 3 rows with a gold label, 1 without
+    out = str(tmp_path / "snli")
+    results = finetune.main(_argv("snli", snli, snli, preset, out, "--test-file", snli))
+    assert set(results["dev"]) == {"accuracy"} and results["train_examples"] == 3 and results["dev_examples"] == 3
+    dev = open(os.path.join(out, "dev_predictions.tsv")).read().splitlines()
+    assert [r.split("\t")[0] for r in dev[1:]] == ["0", "1", "3"]  # the row without a gold label dropped
+    assert [r.split("\t")[2] for r in dev[1:]] == ["neutral", "contradiction", "entailment"]
+    predicted = [r.split("\t")[1] for r in dev[1:]]
+    assert results["dev"]["accuracy"] == pytest.approx(
+        sum(p == g for p, g in zip(predicted, ["neutral", "contradiction", "entailment"])) / 3)
+    test = open(os.path.join(out, "SNLI.tsv")).read().splitlines()
+    assert test == ["index\tprediction"] + [f"{i}\t{p}" for i, p in zip(["0", "1", "3"], predicted)]
+
+
 def test_bad_flags_are_refused_before_any_work_naming_the_flag(tmp_path, preset):
     train, dev, _ = _sst2(tmp_path)
     out = str(tmp_path / "never")
