@@ -187,12 +187,12 @@ class GlueKind(TaskKind):
     def build(self, learning_rate, seed=None):
         c = self.config
         if c.task == "swag":
-            task = BertMultipleChoice.from_preset(c.preset, num_choices=len(self.train[0][1][0]),
+            task = BertMultipleChoice.from_preset(self.preset, num_choices=len(self.train[0][1][0]),
                                                   sequence_length=c.sequence_length, dtype=c.precision,
                                                   **c.dropout_kwargs())
         else:
             labels = glue_labels(c.task)
-            task = BertClassifier.from_preset(c.preset, num_classes=len(labels) if labels else 1, labels=labels,
+            task = BertClassifier.from_preset(self.preset, num_classes=len(labels) if labels else 1, labels=labels,
                                               sequence_length=c.sequence_length, dtype=c.precision,
                                               **c.dropout_kwargs())
         return self.recase(self.compile(task, learning_rate))
