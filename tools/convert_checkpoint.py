@@ -70,15 +70,15 @@ def convert(source, target, to, overwrite=False, verify=True):
     from keras_bert_zoo.weights import configs, google_checkpoint
     from keras_bert_zoo.presets import preset_format
     from keras_bert_zoo.weights import safetensors_checkpoint
-    from keras_bert_zoo.presets import sources
+    from keras_bert_zoo.presets.preset import open as open_preset
 
     if to not in FORMATS:
         raise ValueError(f"`to` must be one of {FORMATS}. Received: to={to!r}.")
     check_target(target, overwrite)
-    layout, directory = sources.locate(source)
-    tensors, _ = sources.read_tensors(layout, directory, verify=verify)
-    config = sources.read_config(layout, directory)
-    vocab = sources.vocabulary_path(layout, directory)
+    preset = open_preset(source)
+    tensors, _ = preset.tensors(verify=verify)
+    config = preset.file_config()
+    vocab, layout = preset.vocabulary_file, preset.layout
     has_heads = any(name.startswith("cls/") for name in tensors)
     with files.atomic_directory(target) as tmp:
         if to == "keras_bert_zoo":

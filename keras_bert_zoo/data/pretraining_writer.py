@@ -22,8 +22,7 @@ from keras_bert_zoo.data import pretraining_report as report_lib
 from keras_bert_zoo.data.documents import resolve_files
 from keras_bert_zoo.data.example_encoder import encode_instances
 from keras_bert_zoo.data.pretraining import instance_windows, make_masker, validate_options
-from keras_bert_zoo.presets.config import preset_lowercase
-from keras_bert_zoo.presets.loading import get_preset_vocabulary
+from keras_bert_zoo.presets.preset import open as open_preset
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.vocabulary import load_vocabulary
 
@@ -47,10 +46,11 @@ def output_paths(output_file, num_inputs):
 def build_tokenizer(spec):
     """A tokenizer from a JSON spec: `{"vocabulary": path, "lowercase": bool}` or `{"preset": name}`."""
     if "preset" in spec:
-        vocabulary = get_preset_vocabulary(spec["preset"])
+        preset = open_preset(spec["preset"])
+        vocabulary = preset.vocabulary_path()
         lowercase = spec.get("lowercase")
         if lowercase is None:  # the registry entry, our saved preset, the name, else the vocabulary
-            lowercase = preset_lowercase(spec["preset"], load_vocabulary(vocabulary))
+            lowercase = preset.lowercase(load_vocabulary(vocabulary))
         return BertTokenizer(vocabulary, lowercase=lowercase)
     return BertTokenizer(spec["vocabulary"], lowercase=spec.get("lowercase", True))
 

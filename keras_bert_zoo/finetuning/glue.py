@@ -199,7 +199,7 @@ class GlueKind(TaskKind):
     def build(self, learning_rate, seed=None):
         c = self.config
         labels = self.labels()
-        task = BertClassifier.from_preset(c.preset, num_classes=len(labels) if labels else 1, labels=labels,
+        task = BertClassifier.from_preset(self.preset, num_classes=len(labels) if labels else 1, labels=labels,
                                           sequence_length=c.sequence_length, dtype=c.precision,
                                           **c.dropout_kwargs())
         return self.recase(self.compile(task, learning_rate))

@@ -33,8 +33,7 @@ import keras
 
 from keras_bert_zoo.finetuning.config import flag
 from keras_bert_zoo.finetuning.results_file import run_record
-from keras_bert_zoo.presets.config import CASED_SHARE, preset_lowercase
-from keras_bert_zoo.presets.loading import get_preset_vocabulary
+from keras_bert_zoo.presets.preset import CASED_SHARE, open as open_preset
 from keras_bert_zoo.presets.model_card import write_card
 from keras_bert_zoo.presets.task import preprocessor_settings
 from keras_bert_zoo.serving.export import export, export_target
@@ -51,7 +50,7 @@ TENSORBOARD_DIR = "tensorboard"  # output_dir's TensorBoard logs: train loss, le
 CURVES_FILE = "curves.png"  # the same per epoch as a figure, beside results.json
 
 
-def check_preset(config):
+def check_preset(config, preset=None):
     """Refuses a preset or `lowercase` setting that contradicts the preset's vocabulary.
 
     The vocabulary decides what casing can be right: a cased one has many capitalised
@@ -60,19 +59,21 @@ def check_preset(config):
     `validate_case_matches_checkpoint`, else any capitalised token) must agree with it;
     an explicit `lowercase` must agree with the vocabulary and then wins (HF folders
     whose name says neither and whose vocabulary holds a capital symbol or two, such as
-    all-MiniLM-L6-v2's "ℝ", read as cased otherwise).
+    all-MiniLM-L6-v2's "ℝ", read as cased otherwise). `preset`: `config.preset` opened
+    (`presets.open`), where the caller has it; else it is opened here.
 
     Returns:
         `(lowercase, detected)`: the casing to use and the one the preset's settings give.
     """
+    preset = open_preset(config.preset if preset is None else preset)
     try:
-        tokens = load_vocabulary(get_preset_vocabulary(config.preset))
+        tokens = load_vocabulary(preset.vocabulary_path())
     except (ValueError, OSError, KeyError) as e:
         raise ValueError(f"{flag('preset')}: cannot read its vocabulary ({e}). Received: {config.preset!r}.") from e
     capitalised = [t for t in tokens if not t.startswith("[") and any(c.isupper() for c in t)]
     vocabulary_uncased = len(capitalised) <= CASED_SHARE * len(tokens)
     found = f"{len(capitalised)} of {len(tokens)} tokens have capitals, e.g. {capitalised[:3]}"
-    detected = preset_lowercase(config.preset, tokens)
+    detected = preset.lowercase(tokens)
     if config.lowercase is not None:
         if bool(config.lowercase) != vocabulary_uncased:
             raise ValueError(
@@ -189,6 +190,7 @@ class TaskKind:
 
     def __init__(self, config, lowercase, detected):
         self.config, self.lowercase, self.detected = config, lowercase, detected
+        self.preset = open_preset(config.preset)  # what `build` loads; `task_kind` passes the run's own
         self.default_objective = self.objective_for(config.task)
         self.train = self.dev = None
         self.files = {}  # data field -> its results.json "data" entry (`file_record`), filled by `read`
@@ -250,7 +252,7 @@ class TaskKind:
     def recase(self, task):
         """`task` with its preprocessor rebuilt in the settled casing, where the preset read otherwise."""
         if self.lowercase != self.detected:
-            task.preprocessor = recased(task.preprocessor, self.config.preset, self.lowercase)
+            task.preprocessor = recased(task.preprocessor, self.preset, self.lowercase)
         return task
 
     def verbose(self):

@@ -39,6 +39,7 @@ from keras_bert_zoo.finetuning.squad import SquadKind
 from keras_bert_zoo.finetuning.swag import SwagKind
 from keras_bert_zoo.finetuning.tagging import TaggingKind
 from keras_bert_zoo.presets.config import get_preset_config, parameter_count
+from keras_bert_zoo.presets.preset import open as open_preset
 from keras_bert_zoo.training.distribute import get_strategy
 from keras_bert_zoo.utils.disk_space import check_free_space
 from keras_bert_zoo.utils.output_dirs import (check_run_dir, check_separate, claim_run_dir, finish_run_dir,
@@ -55,9 +56,13 @@ INPUT_FIELDS = ("preset", "train_file", "dev_file", "test_file", "dev_mismatched
 KINDS = {task: kind for kind in (GlueKind, SwagKind, SquadKind, TaggingKind) for task in kind.tasks}
 
 
-def task_kind(config, lowercase, detected):
-    """The `TaskKind` of `config.task`, for a run (`run_finetuning`) or a search (`run_tuning`)."""
-    return KINDS[config.task](config, lowercase, detected)
+def task_kind(config, lowercase, detected, preset=None):
+    """The `TaskKind` of `config.task`, for a run (`run_finetuning`) or a search (`run_tuning`);
+    `preset`, `config.preset` opened (`presets.open`), is what it builds from where given."""
+    kind = KINDS[config.task](config, lowercase, detected)
+    if preset is not None:
+        kind.preset = preset
+    return kind
 
 
 TOOL = "finetune"  # the run record's tool
@@ -81,10 +86,11 @@ def run_inputs(config):
             if getattr(config, name) is not None and not (name.endswith("_file") and config.is_tfds(name))]
 
 
-def check_run_space(config, export=None, export_flag="--export-dir"):
+def check_run_space(config, export=None, export_flag="--export-dir", preset=None):
     """Refuses a run whose preset (in `output_dir`) and export would not fit on their file systems
-    (`utils.disk_space`), from the preset's config alone: nothing is allocated."""
-    weights = 4 * parameter_count(get_preset_config(config.preset))
+    (`utils.disk_space`), from the preset's config alone (`preset`: `config.preset` opened, where
+    the caller has it): nothing is allocated."""
+    weights = 4 * parameter_count(get_preset_config(config.preset if preset is None else preset))
     check_free_space([("--output-dir", config.output_dir, weights, "the fine-tuned preset"),
                       (export_flag, export, weights, "the SavedModel export")])
 
@@ -105,8 +111,9 @@ def run_finetuning(config, overwrite=False):
     with lock_run_dir(config.output_dir, "--output-dir"):
         plan = check_outputs(config, overwrite)
         start = time.perf_counter()
-        kind = task_kind(config, *check_preset(config))
-        check_run_space(config, config.export_dir)
+        preset = open_preset(config.preset)  # once for the run: its checks and the kind's builds
+        kind = task_kind(config, *check_preset(config, preset), preset)
+        check_run_space(config, config.export_dir, preset=preset)
         kind.export_path, kind.export_overwrite = plan.pop("export_path"), overwrite
         kind.read()
         kind.settle_recipe()

@@ -144,7 +144,7 @@ class SquadKind(TaskKind):
         c = self.config
         settings = {name: getattr(c, name) for name in ("doc_stride", "max_query_length", "max_answer_length",
                                                          "rules")}
-        task = BertSpanExtractor.from_preset(c.preset, sequence_length=c.sequence_length, dtype=c.precision,
+        task = BertSpanExtractor.from_preset(self.preset, sequence_length=c.sequence_length, dtype=c.precision,
                                              **settings, **c.dropout_kwargs())
         self.compile(task, learning_rate)
         # A preset fine-tuned on v2.0 brings its threshold; v1.1 always answers, v2.0 tunes anew.

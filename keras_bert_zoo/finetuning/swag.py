@@ -38,7 +38,7 @@ class SwagKind(GlueKind):
 
     def build(self, learning_rate, seed=None):
         c = self.config
-        task = BertMultipleChoice.from_preset(c.preset, num_choices=len(self.train[0][1][0]),
+        task = BertMultipleChoice.from_preset(self.preset, num_choices=len(self.train[0][1][0]),
                                               sequence_length=c.sequence_length, dtype=c.precision,
                                               **c.dropout_kwargs())
         return self.recase(self.compile(task, learning_rate))

@@ -124,12 +124,12 @@ class TaggingKind(TaskKind):
     def build(self, learning_rate, seed=None):
         c = self.config
         if c.feature_based:  # its tagger trains with Adam in `fit_cached`: nothing to compile
-            task = BertFeatureExtractor.from_preset(c.preset, labels=self.labels, feature=c.feature_based,
+            task = BertFeatureExtractor.from_preset(self.preset, labels=self.labels, feature=c.feature_based,
                                                     lstm_units=c.lstm_units or 768,
                                                     sequence_length=c.sequence_length, dtype=c.precision,
                                                     **c.dropout_kwargs())
         else:
-            task = BertTokenClassifier.from_preset(c.preset, labels=self.labels,
+            task = BertTokenClassifier.from_preset(self.preset, labels=self.labels,
                                                    sequence_length=c.sequence_length, dtype=c.precision,
                                                    **c.dropout_kwargs())
             self.compile(task, learning_rate)

@@ -5,9 +5,9 @@
 
 import keras
 
-from keras_bert_zoo.presets import config as preset_config
 from keras_bert_zoo.presets.class_presets import ClassPresets
 from keras_bert_zoo.presets import loading, weight_sizes
+from keras_bert_zoo.presets.preset import open as open_preset
 from keras_bert_zoo.weights import mapping
 
 
@@ -49,7 +49,7 @@ class Backbone(keras.Model):
         Args:
             preset: str. A registry name (`"bert_base_en_uncased"`), a Google folder name
                 (`"uncased_L-12_H-768_A-12"`), or a local directory / zip in our, Google's
-                or HF's layout.
+                or HF's layout; or a `Preset` (`keras_bert_zoo.presets.open`), opened once.
             load_weights: bool. Load the preset's weights (downloading and verifying them
                 once into the cache). `False` builds the architecture with random weights.
             verify: bool. Check a saved preset's files against its manifest; `False`
@@ -59,14 +59,15 @@ class Backbone(keras.Model):
         Returns:
             The backbone.
         """
-        config = dict(preset_config.get_preset_config(preset))
+        preset = open_preset(preset)
+        config = preset.config
         config.update(kwargs)
         # Sizes are checked against the weights (or, without them, the machine's memory) before
         # anything is allocated: a hand-edited config must not build for minutes, then fail.
         if not load_weights:
             weight_sizes.check_fits_memory(config, preset)
             return cls(**config)
-        tensors, source = loading.read_preset_tensors(preset, verify=verify)
+        tensors, source = preset.tensors(verify=verify)
         weight_sizes.check_config_against_weights(config, tensors, source)
         model = cls(**config)
         loading.assign_declared_weights(model, tensors, source)

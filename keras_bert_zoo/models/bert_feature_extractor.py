@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.models.bert_token_classifier import PACKED_KEYS, BertTokenClassifier
+from keras_bert_zoo.presets.preset import open as open_preset
 from keras_bert_zoo.utils import files
 
 # The tagger has no counterpart in BERT checkpoints: a preset keeps it in a file of its own.
@@ -149,9 +150,10 @@ class BertFeatureExtractor(BertTokenClassifier):
     @classmethod
     def from_preset(cls, preset, num_classes=None, labels=None, sequence_length=None, load_weights=True, **kwargs):
         """`BertTokenClassifier.from_preset`; a preset saved by this class also restores the tagger."""
+        preset = open_preset(preset)  # once: the task and the tagger read the same folder
         model = super().from_preset(preset, num_classes=num_classes, labels=labels,
                                     sequence_length=sequence_length, load_weights=load_weights, **kwargs)
-        path = os.path.join(os.fspath(preset), TAGGER_FILE)
+        path = os.path.join(preset.directory, TAGGER_FILE)
         if load_weights and os.path.isfile(path):
             arrays = safetensors.numpy.load_file(path)
             if len(arrays) != len(model.tagger.weights):

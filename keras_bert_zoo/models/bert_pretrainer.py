@@ -8,6 +8,7 @@ from keras_bert_zoo.layers.masked_lm_head import MaskedLMHead
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.task import Task
 from keras_bert_zoo.presets import loading
+from keras_bert_zoo.presets.preset import open as open_preset
 from keras_bert_zoo.presets.task import save_task_preset
 from keras_bert_zoo.training import losses
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay
@@ -265,7 +266,7 @@ class BertPretrainer(Task):
         """Builds the pretrainer of a preset, with the heads' weights where the checkpoint has them.
 
         Args:
-            preset: str. A registry name, alias or local path (see `BertBackbone.from_preset`).
+            preset: str or `Preset`. A registry name, alias or local path (see `BertBackbone.from_preset`).
             load_weights: bool. Load backbone and head weights. Defaults to True.
             nsp: bool. Defaults to True.
             objective: str. `"mlm"` or `"ltr"` (sets `causal=True` on the backbone).
@@ -276,6 +277,7 @@ class BertPretrainer(Task):
         Returns:
             A `BertPretrainer`.
         """
+        preset = open_preset(preset)  # once: the backbone and the heads read the same files
         if objective == "ltr":
             kwargs.setdefault("causal", True)
         backbone = BertBackbone.from_preset(preset, load_weights=load_weights, verify=verify, **kwargs)

@@ -1,20 +1,12 @@
 """What a preset says about the model it holds: its backbone config and its casing.
 
 Works for every kind of preset: a registry name or alias (the registry's fields), a
-registry-style entry dict, or a local directory / zip / checkpoint prefix in our,
-Google's or HF's layout (read from its config file). `keras_bert_zoo.presets.registry` knows
-only the registry; everything that reads a preset's files lives here in `weights/`.
+registry-style entry dict, a local directory / zip / checkpoint prefix in our, Google's or
+HF's layout (read from its config file), or a `Preset`. Each function opens the preset
+(`presets.open`) and asks it; a caller with several questions opens once and asks the `Preset`.
 """
 
-import os
-
-from keras_bert_zoo.presets import registry as presets
-from keras_bert_zoo.utils import files
-from keras_bert_zoo.presets import hubs, sources
-
-# A cased vocabulary has thousands of capitalised pieces (bert-base-cased: 1 in 4); an uncased one
-# (almost) none — all-MiniLM-L6-v2's uncased vocabulary holds a few symbols such as "ℝ".
-CASED_SHARE = 0.01
+from keras_bert_zoo.presets.preset import CASED_SHARE, open as open_preset  # noqa: F401 (CASED_SHARE: its old home)
 
 
 def read_local_config(path):
@@ -24,75 +16,25 @@ def read_local_config(path):
     (extra keys tolerated; `hidden_act` `"gelu"` → `"gelu"`, `"gelu_new"` /
     `"gelu_pytorch_tanh"` → `"gelu_approximate"`).
     """
-    layout, directory = sources.locate(path)
-    return sources.read_config(layout, directory)
+    return open_preset(path).file_config()
 
 
 def get_preset_config(preset):
     """Returns the backbone config of a preset name, a registry-style entry dict
-    (`{"name", "config", "weights": {...}}`) or a local checkpoint path."""
-    if isinstance(preset, dict):
-        return {key: preset["config"][key] for key in presets.CONFIG_KEYS}
-    if presets.is_local_preset(preset) or hubs.is_hub_handle(preset):
-        return read_local_config(preset)
-    entry = presets.get_preset(preset)
-    return {key: entry["config"][key] for key in presets.CONFIG_KEYS}
+    (`{"name", "config", "weights": {...}}`), a local checkpoint path or a `Preset`."""
+    return open_preset(preset).config
 
 
 def preset_lowercase(preset, tokens=None):
-    """Whether a preset's vocabulary is uncased.
-
-    Registry entries say so (`lowercase`), and so do our presets converted from them and
-    HF folders (`tokenizer_config.json`'s `do_lower_case`); otherwise the name decides as in
-    the original `validate_case_matches_checkpoint` ("uncased"/"cased" in it), else the
-    vocabulary does: a cased one has thousands of capitalised pieces, an uncased one at most
-    a few symbols such as "ℝ" (uncased when at most `CASED_SHARE` of the tokens are).
-    """
-    if not (presets.is_local_preset(preset) or hubs.is_hub_handle(preset)):
-        entry = presets.get_preset(preset)
-        if "lowercase" in entry:
-            return bool(entry["lowercase"])
-    else:
-        stored = _local_preset_lowercase(preset)
-        if stored is not None:
-            return stored
-    name = os.path.basename(os.path.normpath(os.fspath(preset))).lower()
-    if "uncased" in name:
-        return True
-    if "cased" in name:
-        return False
-    if tokens is not None:
-        capitalised = sum(1 for t in tokens if not t.startswith("[") and any(c.isupper() for c in t))
-        return capitalised <= CASED_SHARE * len(tokens)
-    return True
-
-
-def _local_preset_lowercase(preset):
-    """The `lowercase` field of a local preset in our layout, else None."""
-    try:
-        layout, directory = sources.locate(preset)
-        if layout == "keras_bert_zoo":
-            value = sources.preset_format.read_preset_config(directory).get("lowercase")
-            return None if value is None else bool(value)
-        if layout == "keras_hub":  # its tokenizer.json states the casing
-            return sources.tokenizer_settings(layout, directory).get("lowercase")
-        if layout == "hf" and os.path.isfile(os.path.join(directory, "tokenizer_config.json")):
-            value = files.read_json(os.path.join(directory, "tokenizer_config.json")).get("do_lower_case")
-            return None if value is None else bool(value)
-    except (ValueError, OSError, KeyError):
-        pass  # not readable as ours: the name or the vocabulary decides
-    return None
+    """Whether a preset's vocabulary is uncased (`Preset.lowercase`: the registry entry, the
+    saved config or tokenizer files, the name, else the capitalised share of `tokens`)."""
+    return open_preset(preset).lowercase(tokens)
 
 
 def stated_strip_accents(preset):
-    """`strip_accents` as a local or hub checkpoint's tokenizer files state it (keras-hub's uncased
-    BERT lowercases without stripping accents), else None (a registry name: BERT's own rule)."""
-    if not (presets.is_local_preset(preset) or hubs.is_hub_handle(preset)):
-        return None
-    try:
-        return sources.tokenizer_settings(*sources.locate(preset)).get("strip_accents")
-    except (ValueError, OSError, KeyError):
-        return None  # not readable as a checkpoint: the tokenizer's default
+    """`strip_accents` as a local or hub checkpoint's tokenizer files state it, else None
+    (`Preset.strip_accents`)."""
+    return open_preset(preset).strip_accents()
 
 
 def parameter_count(config):

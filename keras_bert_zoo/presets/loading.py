@@ -1,9 +1,10 @@
 """Loads preset weights into models and writes models back as presets.
 
 A preset is a registry name or alias (`"bert_base_en_uncased"`), a registry-style
-entry dict, or a local directory / zip in our, Google's (`bert_model.ckpt` +
+entry dict, a local directory / zip in our, Google's (`bert_model.ckpt` +
 `bert_config.json`), HF's (`model.safetensors` + `config.json`) or keras-hub's
-(`model.weights.h5` + `config.json`, a serialized Keras object) layout.
+(`model.weights.h5` + `config.json`, a serialized Keras object) layout, or a `Preset`
+(`presets.open`: one opened once, which each function here asks instead of finding it again).
 
 A model is written as a preset by its own method, `model.save_to_preset(directory)`
 (`Backbone.save_to_preset`, `Task.save_to_preset`); `write_model_preset` here is the
@@ -20,7 +21,8 @@ import logging
 import warnings
 
 from keras_bert_zoo.weights import mapping
-from keras_bert_zoo.presets import preset_format, sources, task_heads
+from keras_bert_zoo.presets import preset_format
+from keras_bert_zoo.presets.preset import open as open_preset
 
 logger = logging.getLogger("keras_bert_zoo.weights")
 
@@ -30,8 +32,7 @@ def read_preset_tensors(preset, verify=True):
 
     `verify=False` accepts hand edits of our preset's files (see `preset_format.verify_preset`).
     """
-    layout, directory = sources.locate(preset)
-    return sources.read_tensors(layout, directory, verify=verify)
+    return open_preset(preset).tensors(verify=verify)
 
 
 def get_preset_vocabulary(preset):
@@ -40,11 +41,7 @@ def get_preset_vocabulary(preset):
     Raises:
         ValueError: the preset has no vocabulary.
     """
-    layout, directory = sources.locate(preset)
-    path = sources.vocabulary_path(layout, directory)
-    if path is None:
-        raise ValueError(f"The preset {preset!r} has no vocab.txt (looked in {directory}).")
-    return path
+    return open_preset(preset).vocabulary_path()
 
 
 def _report_unused(tensors, used, source):
@@ -103,7 +100,7 @@ def load_backbone_weights(backbone, preset, verify=True):
 
     Args:
         backbone: `keras_bert_zoo.BertBackbone`.
-        preset: str or dict. Registry name, entry dict or local path.
+        preset: str, dict or `Preset`. Registry name, entry dict or local path.
         verify: bool. Check our preset's files against its manifest. Defaults to True.
 
     Returns:
@@ -180,7 +177,7 @@ def load_pretrainer_weights(pretrainer, preset, missing_heads="warn", verify=Tru
 
     Args:
         pretrainer: `keras_bert_zoo.models.bert_pretrainer.BertPretrainer`.
-        preset: str or dict. Registry name, entry dict or local path.
+        preset: str, dict or `Preset`. Registry name, entry dict or local path.
         missing_heads: str. A head the checkpoint lacks entirely (a bare `BertModel`
             save): `"warn"` (one log line, head left random; default) or `"error"`.
         verify: bool. Check our preset's files against its manifest. Defaults to True.
@@ -197,7 +194,7 @@ def get_head_tensors(preset, head):
     """Returns a fine-tuned head's `(kernel [H, K], bias [K])` in Keras layout.
 
     Args:
-        preset: str or dict. A fine-tuned checkpoint.
+        preset: str, dict or `Preset`. A fine-tuned checkpoint.
         head: str. `"classifier"` (original `output_weights`/`output_bias`, HF
             `classifier.*`) or `"squad"` (`cls/squad/*`, HF `qa_outputs.*`).
 
@@ -252,16 +249,8 @@ def read_task_config(preset):
     """The `task`, `preprocessor`, `lowercase` and `pretraining` fields of a task saved by
     `Task.save_to_preset`; for an HF `BertFor…` folder or a keras-hub `BertTextClassifier`
     preset the same fields from their files (`task_heads`; the task then has a `source`);
-    `{}` for any other preset (Google's, a backbone)."""
-    layout, directory = sources.locate(preset)
-    if layout == "hf":
-        return task_heads.hf_task_config(directory)
-    if layout == "keras_hub":
-        return task_heads.keras_hub_task_config(directory)
-    if layout != "keras_bert_zoo":
-        return {}
-    config = preset_format.read_preset_config(directory)
-    return {key: config[key] for key in ("task", "preprocessor", "lowercase", "pretraining") if key in config}
+    `{}` for any other preset (Google's, a backbone). See `Preset.task_config`."""
+    return open_preset(preset).task_config
 
 
 def backbone_config(backbone):

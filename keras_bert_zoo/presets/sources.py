@@ -108,11 +108,11 @@ def locate(preset):
     return detect_layout(path)
 
 
-def preset_fingerprint(preset):
+def folder_fingerprint(directory):
     """The sha256 of a preset's content: each file of its folder (hidden names aside), path and
     sha256, in name order. Two folders of one name hold the same model exactly when these agree
-    (a search resumes only on the same backbone, whatever the folder is called)."""
-    _, directory = locate(preset)
+    (a search resumes only on the same backbone, whatever the folder is called). `Preset.fingerprint`
+    is this of the preset's folder."""
     paths = []
     for folder, subfolders, names in os.walk(directory):
         subfolders[:] = [n for n in subfolders if not n.startswith(".")]

@@ -4,13 +4,12 @@ from the checkpoint where it has one."""
 
 import inspect
 import logging
-import os
 
 import keras
 
 from keras_bert_zoo.utils import quantization
-from keras_bert_zoo.presets import config as preset_config
-from keras_bert_zoo.presets import loading, model_card, preset_format, registry, sources, task_heads, weight_sizes
+from keras_bert_zoo.presets import loading, preset_format, task_heads, weight_sizes
+from keras_bert_zoo.presets.preset import open as open_preset
 from keras_bert_zoo.weights import mapping
 
 logger = logging.getLogger("keras_bert_zoo.models")
@@ -52,8 +51,11 @@ def save_task_preset(task, directory, vocabulary=None, pretraining=None):
 
 def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
     """Builds the `Task` subclass `cls` from a preset (see `Task.from_preset`); `kwargs` is
-    consumed: task and preprocessor arguments are taken out, the rest configures the backbone."""
-    saved = loading.read_task_config(preset)
+    consumed: task and preprocessor arguments are taken out, the rest configures the backbone.
+    The preset is opened once (`presets.open`) and that `Preset` is what backbone and preprocessor
+    are built from."""
+    preset = open_preset(preset)
+    saved = preset.task_config
     task = saved.get("task") or {}
     task_kwargs = dict(task.get("config", {})) if task.get("class_name") == cls.__name__ else {}
     own = set(inspect.signature(cls.__init__).parameters) - {"self", "backbone", "preprocessor", "kwargs"}
@@ -77,11 +79,10 @@ def task_from_preset(cls, preset, load_weights, sequence_length, kwargs):
         kwargs.setdefault("dropout", explicit["dropout"])
     tensors = source = None
     if load_weights:
-        tensors, source = loading.read_preset_tensors(preset)
+        tensors, source = preset.tensors()
         # Before anything is built: the config's sizes and the vocabulary against the weights.
-        weight_sizes.check_config_against_weights({**preset_config.get_preset_config(preset), **kwargs}, tensors,
-                                                  source)
-        weight_sizes.check_vocabulary_fits(sources.vocabulary_path(*sources.locate(preset)), tensors, source)
+        weight_sizes.check_config_against_weights({**preset.config, **kwargs}, tensors, source)
+        weight_sizes.check_vocabulary_fits(preset.vocabulary_file, tensors, source)
         for key, value in cls.config_from_checkpoint(tensors).items():
             if task.get("source") and key in task_kwargs and task_kwargs[key] != value:
                 raise ValueError(f"{task['source']} says {key}={task_kwargs[key]}, its weights {key}={value}: "
@@ -157,10 +158,9 @@ def _loaded_card(cls, preset):
     From a preset whose card describes this task class (one this package saved): that card's
     facts, true of the loaded weights until they train again, plus `loaded_from`. From any other
     preset (a registry name, a hub handle, a folder): the preset as `source_preset`,
-    `base_model` and `loaded_from`, and the `from_preset` call that made the task."""
-    layout, directory = sources.locate(preset)
-    card = model_card.read_card(directory) if layout == "keras_bert_zoo" else None
-    name = os.path.abspath(os.fspath(preset)) if registry.is_local_preset(preset) else preset
+    `base_model` and `loaded_from`, and the `from_preset` call that made the task. `preset` is a `Preset`."""
+    card = preset.card()
+    name = preset.name
     if card and card.get("task") == cls.__name__:
         return {**card, "loaded_from": name}
     return {"source_preset": name, "base_model": (card or {}).get("base_model") or name, "loaded_from": name,
@@ -170,9 +170,8 @@ def _loaded_card(cls, preset):
 def _foreign_casing(preset, settings):
     """The casing an HF or keras-hub checkpoint's tokenizer files state, for the preprocessor:
     `lowercase` unless the caller set it, and `strip_accents` where it differs from `lowercase`
-    (keras-hub's uncased BERT lowercases without stripping accents)."""
-    layout, directory = sources.locate(preset)
-    stated = sources.tokenizer_settings(layout, directory)
+    (keras-hub's uncased BERT lowercases without stripping accents). `preset` is a `Preset`."""
+    stated = preset.tokenizer_settings
     out = {}
     if "lowercase" in stated and settings.get("lowercase") is None:
         out["lowercase"] = stated["lowercase"]

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops an exported graph uses)
 
-from keras_bert_zoo.presets import loading
+from keras_bert_zoo.presets.preset import open as open_preset
 from keras_bert_zoo.serving import specs
 from keras_bert_zoo.serving.export import serving_functions
 from keras_bert_zoo.utils import keras_internals, precision
@@ -47,13 +47,14 @@ def load_task(model, text_inputs=None, dtype=None):
     """
     if str(model).endswith(".keras"):
         return _load_keras_file(model, dtype)
-    task = loading.read_task_config(model).get("task")
+    preset = open_preset(model)  # once: its saved task, then the task built from it
+    task = preset.task_config.get("task")
     if not task:
         raise ValueError(
             f"`model` must be a task preset (written by task.save_to_preset) or a .keras file. "
             f"Received: {model!r}, which holds no task. Fine-tune and save the task first."
         )
-    return task_class(task["class_name"]).from_preset(model, dtype=dtype)
+    return task_class(task["class_name"]).from_preset(preset, dtype=dtype)
 
 
 def _load_keras_file(path, dtype):

@@ -26,7 +26,8 @@ import os
 
 from keras_bert_zoo.utils import files
 from keras_bert_zoo.weights import configs, mapping, safetensors_checkpoint
-from keras_bert_zoo.presets import loading, config as preset_config, preset_format, sources, task_heads
+from keras_bert_zoo.presets import loading, preset_format, task_heads
+from keras_bert_zoo.presets.preset import open as open_preset
 
 logger = logging.getLogger("keras_bert_zoo.weights")
 SQUAD_HEAD = mapping.FINE_TUNED_HEADS["squad"]
@@ -78,16 +79,16 @@ def _class_of_preset(tensors, saved):
 
 
 def _from_preset(preset, vocabulary):
-    layout, directory = sources.locate(preset)
-    tensors, _ = sources.read_tensors(layout, directory)
-    saved = loading.read_task_config(preset)
+    preset = open_preset(preset)
+    tensors, _ = preset.tensors()
+    saved = preset.task_config
     class_name = _class_of_preset(tensors, saved)
     task_config = dict((saved.get("task") or {}).get("config") or {})
     if vocabulary is None:
-        vocabulary = sources.vocabulary_path(layout, directory)
+        vocabulary = preset.vocabulary_file
     # Casing as on load: our preset's `lowercase`, HF's `do_lower_case`, else the name.
-    lowercase = preset_config.preset_lowercase(preset)
-    return tensors, sources.read_config(layout, directory), vocabulary, lowercase, class_name, task_config
+    lowercase = preset.lowercase()
+    return tensors, preset.file_config(), vocabulary, lowercase, class_name, task_config
 
 
 def _label_config(architecture, tensors, task_config):

@@ -8,9 +8,8 @@ import keras
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
 from keras_bert_zoo.text.vocabulary import load_vocabulary
 from keras_bert_zoo.utils import keras_internals
-from keras_bert_zoo.presets.loading import get_preset_vocabulary
 from keras_bert_zoo.presets.class_presets import ClassPresets
-from keras_bert_zoo.presets.config import preset_lowercase, stated_strip_accents
+from keras_bert_zoo.presets.preset import open as open_preset
 
 
 class TokenizerPreprocessor(keras.layers.Layer):
@@ -87,13 +86,15 @@ class TokenizerPreprocessor(keras.layers.Layer):
         """The `BertTokenizer` of a preset: its vocabulary and casing.
 
         Args:
-            preset: str. A registry name/alias or a local checkpoint directory or zip.
+            preset: str. A registry name/alias or a local checkpoint directory or zip; or a
+                `Preset` (`keras_bert_zoo.presets.open`), opened once.
             lowercase: bool or None. None uses the preset's casing; a value that
                 contradicts it warns, as the original `validate_case_matches_checkpoint`.
             **kwargs: more `BertTokenizer` arguments (`strip_accents`, `errors`, ...).
         """
-        tokens = load_vocabulary(get_preset_vocabulary(preset))
-        expected = preset_lowercase(preset, tokens)
+        preset = open_preset(preset)
+        tokens = load_vocabulary(preset.vocabulary_path())
+        expected = preset.lowercase(tokens)
         if lowercase is not None and bool(lowercase) != expected:
             warnings.warn(
                 f"lowercase={lowercase} but the preset {preset!r} is "
@@ -103,7 +104,7 @@ class TokenizerPreprocessor(keras.layers.Layer):
             )
         lowercase = expected if lowercase is None else bool(lowercase)
         if "strip_accents" not in kwargs:
-            stated = stated_strip_accents(preset)
+            stated = preset.strip_accents()
             if stated is not None and stated != lowercase:  # e.g. keras-hub's: lowercased, accents kept
                 kwargs["strip_accents"] = stated
         return BertTokenizer(tokens, lowercase=lowercase, **kwargs)

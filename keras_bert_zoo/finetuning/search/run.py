@@ -32,7 +32,7 @@ from keras_bert_zoo.finetuning.kind import check_preset, checked_export_target, 
 from keras_bert_zoo.finetuning.run import KINDS, check_run_space, run_inputs, task_kind
 from keras_bert_zoo.finetuning.search.report import write_search_report
 from keras_bert_zoo.finetuning.search.tuner import check_tuner_dir, resolve_grid, study_experiment, tune
-from keras_bert_zoo.presets.sources import preset_fingerprint
+from keras_bert_zoo.presets.preset import open as open_preset
 from keras_bert_zoo.serving.export import export as export_saved_model
 from keras_bert_zoo.training.distribute import get_strategy
 from keras_bert_zoo.utils.files import atomic_write_json, sha256_file
@@ -54,13 +54,13 @@ def task_objective(task):
     return KINDS[task].objective_for(task)
 
 
-def search_experiment(config):
+def search_experiment(config, preset=None):
     """What defines a search besides its grid: `SCORE_SETTINGS`, the preset's content
-    (`preset_fingerprint`: a folder replaced under the same name is another experiment) and each
-    data file's name and sha256 (a tfds split: its name)."""
+    (`Preset.fingerprint`: a folder replaced under the same name is another experiment) and each
+    data file's name and sha256 (a tfds split: its name). `preset`: `config.preset` opened."""
     experiment = {key: getattr(config, key) for key in SCORE_SETTINGS}
     experiment["preset_content"] = {"name": os.path.basename(os.path.normpath(str(config.preset))),
-                                    "sha256": preset_fingerprint(config.preset)}
+                                    "sha256": open_preset(config.preset if preset is None else preset).fingerprint()}
     for name in DATA_FILES:
         source = getattr(config, name)
         experiment[name] = ({"tfds": source} if config.is_tfds(name) else
@@ -124,7 +124,8 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
     if config.export_dir is not None:  # each trial would overwrite it: the search exports its best
         raise ValueError(f"`config.export_dir` is one run's export; a search exports its best trial with "
                          f"`export` (tools/tune.py --export). Received: export_dir={config.export_dir!r}.")
-    kind = task_kind(config, *check_preset(config))
+    preset = open_preset(config.preset)  # once for the search: its checks, its fingerprint, every trial's build
+    kind = task_kind(config, *check_preset(config, preset), preset)
     objective = objective or kind.default_objective
     if objective not in kind.objectives:
         raise ValueError(f"Task {config.task!r} reports {tuple(kind.objectives)}, not the objective "
@@ -132,7 +133,7 @@ def run_tuning(config, grid="paper", restarts=1, tuner_dir=None, objective=None,
     kind.check_searchable()
     tuner_dir = os.path.abspath(tuner_dir or os.path.join(config.output_dir, "tuner"))
     with lock_run_dir(config.output_dir, "--output-dir"):
-        experiment = study_experiment(search_experiment(config), grid, restarts, objective)
+        experiment = study_experiment(search_experiment(config, preset), grid, restarts, objective)
         plan = check_search_outputs(config, tuner_dir, export, experiment, overwrite)
         check_run_space(config, export, "--export")
         train, _ = kind.read()
