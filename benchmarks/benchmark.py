@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 from tools._startup import import_tensorflow  # noqa: E402
 
 SECTIONS = ("backbone", "tokenizer", "pretraining_data", "pretraining", "serving", "qa", "quantization",
-            "classification", "finetuning", "serving_load", "finetuning_memory", "serving_overhead", "slow_loris")
+            "classification", "finetuning", "serving_load", "finetuning_memory", "serving_overhead", "slow_loris",
+            "encoder_paths")
 DOC = ROOT / "docs" / "benchmarks.md"
 HEADER = """# Benchmarks
 

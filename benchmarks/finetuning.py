@@ -57,10 +57,6 @@ LEVERS = (
      "ours, dense layers on the padded batch (real-token training off)"),
     ("ours_ops_optimizer", "measure_ours", dict(ops_optimizer=True),
      "ours, the optimizer's update in `keras.ops` (no fused Adam kernel)"),
-    ("ours_autodiff", "measure_ours", dict(lean_training=False),
-     "ours, autodiff through attention and GELU (before `attention_training.py`)"),
-    ("ours_scatter", "measure_ours", dict(scatter=True),
-     "ours, the real tokens put back by `ScatterNd` (before `layers/real_tokens.py`)"),
     ("ours_profile", "measure_ours", dict(profile=True),
      "ours default again, then an epoch under TensorFlow's profiler (op by op, below)"),
 )
@@ -286,9 +282,6 @@ def lever_notes(results, padding):
             ("ours_padded_dense", "training on the real tokens (vs the encoder's dense layers on the padded batch)",
              True),
             ("ours_ops_optimizer", "TF's fused Adam kernel (vs the update in `keras.ops`)", True),
-            ("ours_autodiff", "recomputing the attention probabilities and the GELU in the backward pass "
-                              "(vs autodiff through them, which keeps more)", True),
-            ("ours_scatter", "putting the real tokens back by gathers (vs `ScatterNd`)", True),
             ("ours_bf16", "the bf16 opt-in (`dtype=\"mixed_bfloat16\"` vs the float32 default)", False)):
         other = summary(results.get(name, [{"error": "not run"}])).get("rate")
         if ours and other:

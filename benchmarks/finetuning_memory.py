@@ -8,11 +8,8 @@ tokens), the first `questions` of the train split; a dev file of the dev split's
 
 - ours: `run_finetuning` (what `tools/finetune.py --task squad1` runs: read, build, fit, predict
   and score dev, write predictions and the preset), batches of 16 windows (`window_batches.py`);
-- ours, autodiff: the same run with the attention's softmax and dropout and the GELU
-  differentiated by autodiff (what training kept before `layers/attention_training.py` and
-  `exact_gelu`);
-- ours, question batches: that, with the earlier batching too, all the windows of 16 questions a
-  step (what the run did before `window_batches.py`);
+- ours, question batches: the same run with the earlier batching, all the windows of 16 questions
+  a step (what the run did before `window_batches.py`);
 - HF transformers 5: `AutoModelForQuestionAnswering` from the same folder, `Trainer` (batch 16,
   one epoch, AdamW 5e-5, 2 torch threads) on *our* windows of the same questions (ids, segments,
   mask, start/end labels, padded to 256 as `run_qa.py`'s default), then `Trainer.predict` on the
@@ -33,7 +30,7 @@ import tempfile
 import time
 
 from benchmarks._subprocess import run_config
-from benchmarks.common import cpu_description, set_lean_training
+from benchmarks.common import cpu_description
 from benchmarks.serving import minilm_dir
 
 MODULE = "benchmarks.finetuning_memory"
@@ -113,11 +110,8 @@ def prepare(workdir, questions, dev_questions, sequence_length):
             "max_windows_per_16_questions": max(per_batch)}
 
 
-def measure_ours(workdir, train, dev, questions, batch_size, sequence_length, question_batches=False,
-                 lean_training=True):
-    """Worker: one `run_finetuning` (squad1), phase by phase. `lean_training` False: autodiff through
-    the attention's softmax and dropout and through the GELU (what training kept before
-    `attention_training.py` and `exact_gelu`)."""
+def measure_ours(workdir, train, dev, questions, batch_size, sequence_length, question_batches=False):
+    """Worker: one `run_finetuning` (squad1), phase by phase."""
     import keras
 
 
@@ -126,7 +120,6 @@ def measure_ours(workdir, train, dev, questions, batch_size, sequence_length, qu
     from keras_bert_zoo.models import window_batches
     from keras_bert_zoo.training.distribute import get_strategy
 
-    set_lean_training(lean_training)
     if question_batches:  # the batching before window_batches.py: every window of `batch_size` questions
         window_batches.applies = lambda *args: False
     phases = Phases()
@@ -213,10 +206,8 @@ def measure_imports(framework):
 
 CONFIGS = (
     ("ours", "ours `run_finetuning` (squad1), 16 windows a step", dict(question_batches=False)),
-    ("ours_autodiff", "ours, autodiff through attention and GELU (what training kept before)",
-     dict(lean_training=False)),
     ("ours_questions", "ours, the earlier batching: every window of 16 questions a step",
-     dict(question_batches=True, lean_training=False)),
+     dict(question_batches=True)),
     ("hf", "HF `Trainer`, 16 windows a step, 2 torch threads", None),
 )
 PHASES = ("read", "build", "fit", "predict dev", "write")

@@ -9,7 +9,6 @@ import os
 import resource
 import time
 
-from benchmarks.common import set_lean_training, set_scatter_real_tokens
 from benchmarks.serving import minilm_dir
 
 BASE = dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072)
@@ -70,15 +69,13 @@ def _keras_timer():
 
 
 def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full=False, padded_dense=False,
-                 ops_optimizer=False, lean_training=True, scatter=False, profile=False):
+                 ops_optimizer=False, profile=False):
     """Worker: ours, `BertClassifier.fit` on raw strings, one epoch. `precision`: the backbone's
     `dtype` (None: the default, float32 unless Keras' global policy says otherwise). `padded_dense`: the encoder's
-    dense layers train on the padded batch (`skip_padding_in_training` off, as before 2026-12-01);
-    `ops_optimizer`: `BertAdamW`'s update in `keras.ops`, not TF's fused Adam kernel; `lean_training`
-    False: autodiff through the attention's softmax and dropout and the GELU (as before
-    `layers/attention_training.py`). `scatter`: the real tokens go back into the padded layout by
-    `ScatterNd`, not gathers (before `layers/real_tokens.py`). `profile`: a second epoch under
-    TensorFlow's profiler gives the train step's time op by op (`categories_ms`, per epoch)."""
+    dense layers train on the padded batch (a backbone built with `skip_padding="inference"`, not the
+    classifier's "always" on a CPU); `ops_optimizer`: `BertAdamW`'s update in `keras.ops`, not TF's fused
+    Adam kernel. `profile`: a second epoch under TensorFlow's profiler gives the train step's time op by op
+    (`categories_ms`, per epoch)."""
     import keras
     import numpy as np
 
@@ -86,20 +83,16 @@ def measure_ours(rows, batch_size, precision=None, length_buckets=None, pad_full
     from keras_bert_zoo.models.bert_classifier import BertClassifier
     from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
     from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
-    set_lean_training(lean_training)
-    set_scatter_real_tokens(scatter)
+
     keras.utils.set_random_seed(0)
     texts, labels = train_rows(rows)
     setup = time.perf_counter()
-    backbone = BertBackbone(vocabulary_size=30522, dtype=precision, **BASE)
+    backbone = BertBackbone(vocabulary_size=30522, dtype=precision, skip_padding="inference" if padded_dense else None,
+                            **BASE)
     policy = backbone.dtype_policy.name
     preprocessor = BertPreprocessor(BertTokenizer(_vocab(), lowercase=True), sequence_length=128)
     model = BertClassifier(backbone, num_classes=2, preprocessor=preprocessor)
     model.compile()
-    if padded_dense:
-        from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
-
-        set_skip_padding(model, True, in_training=False)
     if ops_optimizer:
         model.optimizer.update_step = model.optimizer._update_step_ops
     x, kwargs = texts, {}

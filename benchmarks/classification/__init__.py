@@ -122,10 +122,6 @@ def measure(settings, workdir=None, call=run_config):
     lever_args = dict(preset=prepared["preset"], rows=prepared["rows"], throughput_rows=settings["lever_rows"],
                       batch_size=BATCH, runs=settings["rounds"])
     levers = call(LEVERS_MODULE, "measure_levers", lever_args)
-    if "rates" in levers:
-        scatter = call(LEVERS_MODULE, "measure_scatter", lever_args)
-        if "rate" in scatter:
-            levers["rates"]["scatter"] = scatter["rate"]
     profiles = {key: call(PROFILE_MODULE, "measure_profile", dict(
         preset=prepared["preset"], rows=prepared["rows"], throughput_rows=settings["rows"], batch_size=BATCH,
         dtype=dtype)) for key, dtype in (("profile", "float32"), ("profile_bf16", "mixed_bfloat16"))}

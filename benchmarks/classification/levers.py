@@ -12,13 +12,8 @@ text) or the pieces it is made of, one warm-up pass and then `runs` timed passes
   preprocessor does;
 - `multiple_32`: the cut rounded to 32 instead of 8 (fewer shapes, more padding);
 - `no_count`: without the truncation count (a second tokenizing pass per batch);
-- `per_sequence_attention`: `as_is` with the real tokens' attention one sequence at a time
-  whatever the rows' length (`TransformerEncoder.batched_attention_up_to = 0`; by default rows up
-  to 128 pieces attend in one padded batch);
-- `scatter`: `as_is` in a second process whose real tokens go back into the padded layout by
-  `ScatterNd` instead of gathers (`layers/real_tokens.py`; `common.set_scatter_real_tokens`);
-- `padded_dense` and `no_sort_padded_dense`: `as_is` and `no_sort` with the encoder's dense
-  layers run on the padded batch (`TransformerEncoder.skip_padding` off, the encoder's former way).
+- `padded_dense` and `no_sort_padded_dense`: `as_is` and `no_sort` on a second classifier from the
+  same preset whose encoder runs every position (`skip_padding="never"`, the encoder's former way).
 
 Also the number of distinct padded widths the pass runs (each a new input shape for the
 model's predict function, which Keras traces with `reduce_retracing=True`).
@@ -30,33 +25,21 @@ import statistics
 from benchmarks._subprocess import time_runs
 
 
-def _model_and_texts(preset, rows, throughput_rows):
+def _model_and_texts(preset, rows, throughput_rows, **kwargs):
     """Our float32 classifier from `preset` (levers against float32, on every CPU) and the throughput rows."""
     import numpy as np
 
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
-    model = BertClassifier.from_preset(preset, dtype="float32")
+    model = BertClassifier.from_preset(preset, dtype="float32", **kwargs)
     with open(rows, encoding="utf-8") as f:
         return model, np.asarray(json.load(f)["throughput"][:throughput_rows])
-
-
-def measure_scatter(preset, rows, throughput_rows, batch_size=32, runs=2):
-    """Worker: `as_is` with the real tokens put back by `ScatterNd` (sentences/s, median of `runs`)."""
-    from benchmarks.common import set_scatter_real_tokens
-
-    set_scatter_real_tokens(True)
-    model, texts = _model_and_texts(preset, rows, throughput_rows)
-    times = time_runs(lambda: model.predict(texts, batch_size=batch_size, verbose=0), warmup=1, runs=runs)
-    return {"rate": len(texts) / statistics.median(times)}
 
 
 def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     """Worker: sentences/s of each variant (median of `runs` passes) and the padded widths."""
     import numpy as np
 
-    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, set_skip_padding
-    from keras_bert_zoo.utils.keras_internals import flatten_layers
     from keras_bert_zoo.models import task_inputs, task_predict
 
     model, texts = _model_and_texts(preset, rows, throughput_rows)
@@ -97,17 +80,8 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
         times = time_runs(step, warmup=1, runs=runs)
         rates[name] = n / statistics.median(times)
 
-    def batched_attention_up_to(length):
-        for layer in flatten_layers(model):
-            if isinstance(layer, TransformerEncoder):
-                layer.batched_attention_up_to = length
-        model.predict_function = None  # traced again
-
-    batched_attention_up_to(0)  # the real tokens' attention one sequence at a time, however short
-    rates["per_sequence_attention"] = n / statistics.median(time_runs(variants["as_is"], warmup=1, runs=runs))
-    batched_attention_up_to(TransformerEncoder.batched_attention_up_to)
-    set_skip_padding(model, False)
-    model.predict_function = None  # traced again, on the padded path
+    # A second classifier from the same preset, every position computed; the variants read `model` as they run.
+    model, _ = _model_and_texts(preset, rows, 0, skip_padding="never")
     for name in ("as_is", "no_sort"):
         key = "padded_dense" if name == "as_is" else "no_sort_padded_dense"
         rates[key] = n / statistics.median(time_runs(variants[name], warmup=1, runs=runs))

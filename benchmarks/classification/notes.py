@@ -157,11 +157,7 @@ def lever_lines(levers, results):
                            "longest row",
              "multiple_32": "cut rounded to 32 instead of 8",
              "no_count": "without the truncation count (a second tokenizing pass)",
-             "per_sequence_attention": "the real tokens' attention one sequence at a time instead of one padded "
-                                       "batch (`batched_attention_up_to=0`)",
-             "scatter": "the real tokens put back into the padded layout by `ScatterNd` instead of gathers "
-                        "(before `layers/real_tokens.py`; a process of its own)",
-             "padded_dense": "dense layers on the padded batch (`skip_padding` off)",
+             "padded_dense": "dense layers on the padded batch (`skip_padding=\"never\"`)",
              "no_sort_padded_dense": "both: one call per 32 rows and dense layers on the padded batch"}
     parts = [f"{text}: {rates[k]:.1f} ({rates[k] / base:.2f}×)" for k, text in names.items() if k in rates]
     lines = [f"Levers of `predict`, each alone (our float32 BERT-Base, {levers['rows']} rows, one process, "

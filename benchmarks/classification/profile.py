@@ -35,7 +35,7 @@ CATEGORIES = (
      lambda scope, kind: kind.removeprefix("_Mkl") in ("Mul", "AddV2", "Add", "Sub", "RealDiv", "BiasAdd", "Cast",
                                                   "Maximum", "Minimum", "Neg")),
     ("transposes (heads split and merged)", lambda scope, kind: "Transpose" in kind),
-    ("gathers, scatters, slices (real tokens, one sequence at a time)",
+    ("gathers, scatters, slices (the real tokens)",
      lambda scope, kind: any(k in kind for k in ("Gather", "Scatter", "Slice", "Where", "Cumsum", "Pad", "Tile",
                                                 "Range", "Repeat", "TensorList", "Reshape", "ConcatV2", "Pack"))),
 )

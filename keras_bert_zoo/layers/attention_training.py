@@ -37,7 +37,7 @@ def dropped(probs, keep, rate, dtype):
 
 
 def attention_context_reference(q, k, v, allowed, keep, rate):
-    """The composite `BertAttention._attend` computes: `(b, h, s, d)` context of split heads."""
+    """The composite `BertAttention.attend` computes: `(b, h, s, d)` context of split heads."""
     return ops.matmul(dropped(masked_probabilities(q, k, allowed), keep, rate, v.dtype), v)
 
 

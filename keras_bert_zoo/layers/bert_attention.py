@@ -8,7 +8,6 @@ from keras import ops
 from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers import attention_training
 from keras_bert_zoo.layers.initializers import bert_initializer
-from keras_bert_zoo.utils.keras_internals import flatten_layers
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -25,6 +24,14 @@ class BertAttention(keras.layers.Layer):
         dropout: float. Dropout on the attention probabilities. Defaults to 0.1.
         causal: bool. If True each position attends only to itself and earlier
             positions (the paper's left-to-right ablation, §5.1). Defaults to False.
+        per_sequence_above: int or None. At inference (`training` falsy) with a mask, a batch
+            whose rows are longer than this attends one sequence at a time: each row's
+            `(heads, seq, seq)` scores stay in the CPU's cache, where the whole batch's go
+            through memory several times (the scores, the mask, the softmax): SQuAD-style windows
+            of 384 on a CPU, about twice the throughput (docs/benchmarks.md, `attention_per_sequence`).
+            Rows up to it attend in one batched call, whose few ops per layer cost less than a
+            loop over short rows. The same outputs (to float rounding). None (default): always
+            one batched computation (what XLA and accelerators want); a `Task` on a CPU sets 128.
 
     Call arguments:
         x: tensor `(batch, seq, hidden)`.
@@ -34,28 +41,18 @@ class BertAttention(keras.layers.Layer):
     Returns:
         The attention context, `(batch, seq, hidden)`, heads concatenated.
 
-    Attributes:
-        per_sequence: bool. At inference on TensorFlow (`training` falsy) with a mask,
-            attend one sequence at a time (`ops.map`): its `(heads, seq, seq)` scores stay in
-            the CPU's cache, where the whole batch's go through memory several times (the
-            scores, the mask, the softmax): a MiniLM-shaped encoder (L6 H384) on 32 rows of
-            384 positions (~274 real), a higher throughput end to end than the batched call
-            (docs/measurements/). The same outputs (to float rounding). Defaults to
-            False (one batched computation, what accelerators want); a `Task` on CPU turns it
-            on (`set_per_sequence_attention`).
+    In training on TensorFlow the backward pass recomputes the probabilities instead of keeping
+    them (`attention_training.attention_context`): the same values and gradients, less memory
+    (docs/benchmarks.md, fine-tuning memory).
     """
 
-    per_sequence = False
-    # Training on TensorFlow recomputes the probabilities in the backward pass
-    # (`attention_training.attention_context`); False: autodiff through the composite (benchmarks' lever).
-    recompute_in_training = True
-
-    def __init__(self, num_heads, dropout=0.1, causal=False, **kwargs):
+    def __init__(self, num_heads, dropout=0.1, causal=False, per_sequence_above=None, **kwargs):
         super().__init__(**kwargs)
         args.check_float_policy(self.dtype_policy, kwargs.get("dtype"))
         self.num_heads = args.positive_int("num_heads", num_heads)
         self.dropout = args.rate("dropout", dropout)
         self.causal = args.boolean("causal", causal)
+        self.per_sequence_above = check_per_sequence_above(per_sequence_above)
         # The Q/K/V projections are as wide as the input: `build` creates them.
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
@@ -85,29 +82,33 @@ class BertAttention(keras.layers.Layer):
         return ops.transpose(x, (0, 2, 1, 3))  # (b, h, s, d)
 
     def call(self, x, padding_mask=None, training=None):
-        return self.attend(
-            self.query_dense(x), self.key_dense(x), self.value_dense(x), padding_mask, training
-        )
+        return self.attend(self.query_dense(x), self.key_dense(x), self.value_dense(x), padding_mask, training)
 
     def attend(self, query, key, value, padding_mask=None, training=None):
-        """The context of already projected queries, keys and values, each `(batch, seq, hidden)`.
+        """The context of already projected queries, keys and values, each `(batch, seq, hidden)`:
+        what `call` computes after its projections (`TransformerEncoder`'s real-token path projects
+        the real tokens alone, then attends in the padded layout). Rows longer than
+        `per_sequence_above` attend one at a time at inference."""
+        if training or padding_mask is None or self.per_sequence_above is None:
+            return self.attend_batched(query, key, value, padding_mask, training)
 
-        With `per_sequence`, inference on TensorFlow with a mask runs one sequence at a time.
-        """
-        if self.per_sequence and not training and padding_mask is not None and keras.backend.backend() == "tensorflow":
+        def one_sequence_at_a_time():
             def one_sequence(row):
-                q, k, v, mask = (part[None] for part in row)
-                return self._attend(q, k, v, mask, training)[0]
+                return self.attend_batched(*(part[None] for part in row), False)[0]
 
-            return ops.map(one_sequence, (query, key, value, padding_mask))
-        return self._attend(query, key, value, padding_mask, training)
+            return map_rows(one_sequence, (query, key, value, padding_mask), self.hidden_dim, self.compute_dtype)
 
-    def attend_batched(self, query, key, value, padding_mask, training=False):
-        """Attention over the whole padded batch at once, whatever `per_sequence` says:
-        `(batch, seq, hidden)` projected inputs -> the context, heads concatenated."""
-        return self._attend(query, key, value, padding_mask, training)
+        return self.by_length(ops.shape(query)[1], one_sequence_at_a_time,
+                              lambda: self.attend_batched(query, key, value, padding_mask, False))
 
-    def _attend(self, query, key, value, padding_mask, training):
+    def by_length(self, length, one_sequence_at_a_time, batched):
+        """`one_sequence_at_a_time()` for rows longer than `per_sequence_above`, else `batched()`."""
+        if isinstance(length, int):  # a shape known when traced: one path in the graph
+            return one_sequence_at_a_time() if length > self.per_sequence_above else batched()
+        return ops.cond(length > self.per_sequence_above, one_sequence_at_a_time, batched)
+
+    def attend_batched(self, query, key, value, padding_mask, training):
+        """`attend` over the whole batch in one computation, whatever the rows' length."""
         q = self._split_heads(query)  # (b, h, s, d)
         k = self._split_heads(key)  # (b, h, s, d)
         v = self._split_heads(value)  # (b, h, s, d)
@@ -121,8 +122,8 @@ class BertAttention(keras.layers.Layer):
             tril = idx[:, None] >= idx[None, :]  # (s, s), query row >= key column
             tril = tril[None, None, :, :]
             allowed = tril if allowed is None else ops.logical_and(allowed, tril)
-        if training and self.recompute_in_training and keras.backend.backend() == "tensorflow":
-            # The same values and gradients, with less kept for the backward pass.
+        if training and keras.backend.backend() == "tensorflow":
+            # The same values and gradients, with less kept for the backward pass (`tf.custom_gradient`).
             return self._merge_heads(self._attend_training(q, k, v, allowed))
         probs = attention_training.masked_probabilities(q, k, allowed)  # (b, h, s, s), float32
         probs = ops.cast(probs, self.compute_dtype)
@@ -143,74 +144,33 @@ class BertAttention(keras.layers.Layer):
             keep = attention_training.keep_mask(shape, self.dropout, self.dropout_layer.seed_generator, v.dtype)
         return attention_training.attention_context(q, k, v, allowed, keep, self.dropout)
 
-    def attend_packed(self, query, key, value, lengths):
-        """Inference attention of sequences packed row after row, without their padding.
-
-        The real tokens of a padded batch, taken in row-major order (what
-        `TransformerEncoder.skip_padding` computes its dense layers on), are each sequence's
-        tokens one after the other. Each sequence attends within itself, one at a time
-        (`ops.map`): its scores are `(heads, length, length)`, a few MB that stay in the
-        CPU's cache, where the padded batch's `(batch, heads, seq, seq)` scores and the
-        mask over them go through memory several times; without padded keys there is no
-        mask, and no scores for padded queries (the gain on SQuAD-style windows is in
-        docs/measurements/). The same outputs as `attend` on the padded batch at the real positions
-        (to float rounding); no dropout (inference only). TensorFlow: the lengths are
-        dynamic shapes.
-
-        Args:
-            query, key, value: `(tokens, hidden)`, projected; sequence `i` is rows
-                `sum(lengths[:i])` to `sum(lengths[:i + 1])`.
-            lengths: int tensor `(batch,)`, each sequence's number of tokens.
-
-        Returns:
-            The context `(tokens, hidden)`, heads concatenated, rows as in `query`.
-        """
-        lengths = ops.cast(lengths, "int32")
-        starts = ops.cumsum(lengths) - lengths  # (batch,) each sequence's first row
-        longest = ops.max(lengths)
-
-        def one_sequence(bounds):
-            start, length = bounds[0], bounds[1]
-            q, k, v = (ops.slice(x, (start, 0), (length, self.hidden_dim))[None]  # (1, n, hidden)
-                       for x in (query, key, value))
-            # A sequence without padding: no mask; `causal` masks by order, which the real tokens keep.
-            context = self._attend(q, k, v, None, False)[0]  # (n, hidden)
-            return ops.pad(context, ((0, longest - length), (0, 0)))  # (longest, hidden)
-
-        padded = _map_sequences(one_sequence, (starts, lengths), self.hidden_dim, self.compute_dtype)
-        # Row t of sequence i sits at (i, t - starts[i]) of `padded`.
-        tokens = ops.shape(query)[0]
-        sequence = ops.repeat(ops.arange(ops.shape(lengths)[0], dtype="int32"), lengths, axis=0)  # (tokens,)
-        within = ops.arange(tokens, dtype="int32") - ops.take(starts, sequence)
-        flat = ops.reshape(padded, (-1, self.hidden_dim))
-        return ops.take(flat, sequence * longest + within, axis=0)
-
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return tuple(x_shape)
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"num_heads": self.num_heads, "dropout": self.dropout, "causal": self.causal}
+            {"num_heads": self.num_heads, "dropout": self.dropout, "causal": self.causal,
+             "per_sequence_above": self.per_sequence_above}
         )
         return config
 
 
-def _map_sequences(function, bounds, hidden_dim, dtype):
-    """`ops.map(function, bounds)`: `(batch, longest, hidden)`. On TensorFlow (the only backend
-    `attend_packed` runs on), `tf.map_fn` with the output's signature given: Keras' `ops.map`
-    first calls `function` on row 0 for it, a second copy of the per-sequence attention in
-    every layer's graph (all-MiniLM-L6-v2's export traced 12 sequence bodies for 6 layers)."""
+def check_per_sequence_above(value):
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise ValueError(
+            "`per_sequence_above` must be a row length (an int >= 0) or None. Received: "
+            f"per_sequence_above={value!r}. 128 attends longer rows one sequence at a time at inference "
+            "(CPUs); None always attends the whole batch at once.")
+    return value
+
+
+def map_rows(function, rows, hidden_dim, dtype):
+    """`ops.map(function, rows)` -> `(batch, seq, hidden)`. On TensorFlow `tf.map_fn` with the
+    output's signature given: Keras' `ops.map` first calls `function` on row 0 for it, a second
+    copy of the per-sequence attention in every layer's graph."""
     if keras.backend.backend() != "tensorflow":
-        return ops.map(function, bounds)
-    import tensorflow as tf  # lazy: only the TensorFlow backend runs this (start-up time elsewhere)
+        return ops.map(function, rows)
+    import tensorflow as tf  # lazy: only the TensorFlow backend needs it (start-up time elsewhere)
 
-    signature = tf.TensorSpec([None, hidden_dim], dtype)
-    return tf.map_fn(function, bounds, fn_output_signature=signature)
-
-
-def set_per_sequence_attention(model, enabled=True):
-    """Sets `BertAttention.per_sequence` on every attention layer inside `model`."""
-    for layer in flatten_layers(model):
-        if isinstance(layer, BertAttention):
-            layer.per_sequence = bool(enabled)
+    return tf.map_fn(function, rows, fn_output_signature=tf.TensorSpec([None, hidden_dim], dtype))

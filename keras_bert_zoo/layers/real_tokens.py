@@ -1,29 +1,84 @@
-"""The real tokens of a padded batch as one `(tokens, hidden)` matrix, and back, by gathers only.
+"""The real-token path of `TransformerEncoder` (`skip_padding`): a padded batch's real tokens as one
+`(tokens, hidden)` matrix for the dense layers, and back, by gathers only.
 
-`TransformerEncoder.skip_padding` runs its dense layers on the real tokens and its attention
-on the padded layout, so each layer moves rows between the two. Scattering rows into a zeroed
-padded tensor (`ops.scatter`, TensorFlow's `ScatterNd`) took about three times as long as
-gathering the same rows (`ops.take`) on the CPUs this project runs on
-(docs/measurements/2026-12-speed.md).
-So the way back is a gather too: every padded cell names its token's row, padding a zero row
-appended to the tokens. Each function's gradient is the other one (both are a permutation of
-rows, padding aside), so training's backward pass gathers as well instead of summing
-`IndexedSlices` into dense gradients.
-TensorFlow only, as the real-token path (`ops.custom_gradient`; the token count is dynamic).
+The rows of a batch padded to its longest row are mostly padding on real text (a batch of 32
+review snippets: ~27 pieces on average, padded to ~55), and the dense layers are nearly all the
+work: on the real tokens alone they do about half of it. The attention keeps the padded
+`(batch, seq)` layout (queries, keys and values put into it, zeros at padding, which the mask
+hides), where its dropout is drawn as on the padded path. Real positions get the padded path's
+outputs (to float rounding); padded positions get zeros, and no gradient.
+
+At inference, batches of rows longer than the attention's `per_sequence_above` (SQuAD-style windows)
+attend one sequence at a time on the packed tokens themselves (`attend`): no padded keys, no mask, no
+scores for padded queries, each sequence's `(heads, length, length)` scores in the CPU's cache.
+
+Scattering rows into a zeroed padded tensor (`ops.scatter`, TensorFlow's `ScatterNd`) took about
+three times as long as gathering the same rows (`ops.take`) on the CPUs this project runs on
+(docs/measurements/), so the way back is a gather too: every padded cell names its token's row,
+padding a zero row appended to the tokens. Each function's gradient is the other one (both are a
+permutation of rows, padding aside), so training's backward pass gathers as well instead of
+summing `IndexedSlices` into dense gradients. Every batch's token count is a new matmul shape,
+which XLA and JAX's jit do not take: TensorFlow without XLA only.
 """
 
 from keras import ops
 
+from keras_bert_zoo.layers.bert_attention import map_rows
 
-def positions(padding_mask):
-    """`(real, index)` of a `(batch, seq)` padding mask: `real` the flat positions of the real tokens
-    in row-major order, `index` for every flat cell the row of its token in the packed matrix
-    (the token count, i.e. the appended zero row, for padding)."""
-    flat = ops.reshape(padding_mask, (-1,)) > 0
-    real = ops.nonzero(flat)[0]
-    rank = ops.cumsum(ops.cast(flat, "int32")) - 1
-    index = ops.where(flat, rank, ops.cast(ops.shape(real)[0], "int32"))
-    return real, index
+# `TransformerEncoder(skip_padding=...)`: when its dense layers run on the real tokens only (None:
+# not chosen yet, every position meanwhile; the first `Task` built on the backbone chooses).
+NEVER, INFERENCE, ALWAYS = "never", "inference", "always"
+SKIP_PADDING = (NEVER, INFERENCE, ALWAYS)
+
+
+def check_skip_padding(value, backend):
+    """Raises ValueError for a value not in `SKIP_PADDING` (or None), or a skipping one off TensorFlow."""
+    if value is not None and value not in SKIP_PADDING:
+        raise ValueError(
+            f"`skip_padding` must be one of {SKIP_PADDING} or None. Received: skip_padding={value!r}. 'never' runs "
+            "every position (any device, XLA), 'inference' the real tokens only when not training, 'always' in "
+            "training too (for a task whose loss reads no padded position); None leaves it to the task.")
+    if value not in (None, NEVER) and backend != "tensorflow":
+        raise ValueError(
+            f"skip_padding={value!r} runs on TensorFlow only (each batch's token count is a dynamic shape, "
+            f"which JAX's jit and torch's compile do not take). Received it on the {backend} backend; "
+            "pass skip_padding='never'.")
+    return value
+
+
+def skips_more(value, allowed):
+    """Whether `value` skips more of the padding than `allowed` does (None skips none)."""
+    rank = {None: 0, NEVER: 0, INFERENCE: 1, ALWAYS: 2}
+    return rank[value] > rank[allowed]
+
+
+def skips(skip_padding, padding_mask, training):
+    """Whether a call takes the real-token path: a mask to find the tokens, and `training` exactly
+    False (`predict`, `evaluate`, exports) or, with "always", exactly True (`fit`); a call that
+    does not say (a symbolic build) runs every position."""
+    if padding_mask is None or skip_padding in (None, NEVER):
+        return False
+    return training is False or (training is True and skip_padding == ALWAYS)
+
+
+class RealTokens:
+    """Where the real tokens of a `(batch, seq)` padding mask are, for `pack` and `unpack`."""
+
+    def __init__(self, padding_mask, padded_shape):
+        flat = ops.reshape(padding_mask, (-1,)) > 0
+        self.real = ops.nonzero(flat)[0]  # flat positions of the real tokens, row-major
+        rank = ops.cumsum(ops.cast(flat, "int32")) - 1
+        # For every flat cell, the row of its token in the packed matrix (the zero row for padding).
+        self.index = ops.where(flat, rank, ops.cast(ops.shape(self.real)[0], "int32"))
+        self.padded_shape = padded_shape  # (batch, seq, hidden)
+
+    def pack(self, padded):
+        """`(batch, seq, hidden)` -> `(tokens, hidden)`: the real tokens."""
+        return pack(ops.reshape(padded, (-1, self.padded_shape[-1])), self.real, self.index)
+
+    def unpack(self, tokens):
+        """`(tokens, hidden)` -> `(batch, seq, hidden)`, zeros at padding."""
+        return ops.reshape(unpack(tokens, self.real, self.index), self.padded_shape)
 
 
 def _take(rows, where):
@@ -60,3 +115,49 @@ def unpack(tokens, real, index):
         return _take(_with_zero_row(tokens), index), grad
 
     return unpacked(tokens)
+
+
+def positions(padding_mask):
+    """`(real, index)` of a `(batch, seq)` padding mask (see `RealTokens`)."""
+    where = RealTokens(padding_mask, None)
+    return where.real, where.index
+
+
+def attend(attention, query, key, value, where, padding_mask, training):
+    """`attention`'s context of the real tokens' projected `(tokens, hidden)` queries, keys and values:
+    in the padded layout (`where.unpack`, the mask hiding the zeros there; dropout drawn as on the
+    padded path), or at inference for rows longer than `attention.per_sequence_above` one sequence
+    at a time on the packed rows (`attend_packed`). Returns `(tokens, hidden)`."""
+
+    def in_padded_layout():
+        padded = (where.unpack(part) for part in (query, key, value))
+        return where.pack(attention.attend_batched(*padded, padding_mask, training))
+
+    if training or attention.per_sequence_above is None:
+        return in_padded_layout()
+    lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
+    return attention.by_length(ops.shape(padding_mask)[1],
+                               lambda: attend_packed(attention, query, key, value, lengths), in_padded_layout)
+
+
+def attend_packed(attention, query, key, value, lengths):
+    """Inference attention of sequences packed row after row (`(tokens, hidden)`, sequence `i` is rows
+    `sum(lengths[:i])` to `sum(lengths[:i + 1])`), each attending within itself, one at a time: the
+    same outputs as the padded batch's at the real positions (to float rounding); no dropout."""
+    hidden = ops.shape(query)[-1]
+    lengths = ops.cast(lengths, "int32")
+    starts = ops.cumsum(lengths) - lengths  # (batch,) each sequence's first row
+    longest = ops.max(lengths)
+
+    def one_sequence(bounds):
+        start, length = bounds[0], bounds[1]
+        q, k, v = (ops.slice(x, (start, 0), (length, hidden))[None] for x in (query, key, value))  # (1, n, hidden)
+        # A sequence without padding: no mask; `causal` masks by order, which the real tokens keep.
+        context = attention.attend_batched(q, k, v, None, False)[0]  # (n, hidden)
+        return ops.pad(context, ((0, longest - length), (0, 0)))  # (longest, hidden)
+
+    padded = map_rows(one_sequence, (starts, lengths), attention.hidden_dim, attention.compute_dtype)
+    # Row t of sequence i sits at (i, t - starts[i]) of `padded`.
+    sequence = ops.repeat(ops.arange(ops.shape(lengths)[0], dtype="int32"), lengths, axis=0)  # (tokens,)
+    within = ops.arange(ops.shape(query)[0], dtype="int32") - ops.take(starts, sequence)
+    return ops.take(ops.reshape(padded, (-1, attention.hidden_dim)), sequence * longest + within, axis=0)

@@ -1,7 +1,5 @@
 """The post-LayerNorm Transformer encoder block of the original BERT."""
 
-import contextlib
-
 import keras
 from keras import ops
 
@@ -9,7 +7,6 @@ from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers import real_tokens
 from keras_bert_zoo.layers.bert_attention import BertAttention
 from keras_bert_zoo.layers.initializers import bert_initializer
-from keras_bert_zoo.utils.keras_internals import flatten_layers
 
 ACTIVATIONS = ("gelu", "gelu_approximate")
 
@@ -74,6 +71,14 @@ class TransformerEncoder(keras.layers.Layer):
         activation: str. `"gelu"` (exact, default) or `"gelu_approximate"` (tanh).
         layer_norm_epsilon: float. Defaults to 1e-12.
         causal: bool. Left-to-right attention (§5.1 ablation). Defaults to False.
+        skip_padding: str or None. When the real-token path runs: `"never"` (every position, any
+            device), `"inference"` (calls with `training=False`: `predict`, `evaluate`, exports) or
+            `"always"` (`fit` too: for a task whose loss reads no padded position's output, whose
+            dropout is then drawn on the `(real tokens, hidden)` matrix, the same distribution
+            over the real positions). None (default): not chosen yet, every position meanwhile;
+            `BertBackbone.choose_paths` fixes it once (a `Task` does, for itself).
+        per_sequence_above: int or None. `BertAttention`'s: at inference, rows longer than this
+            attend one sequence at a time (CPUs); None (default): one batched call.
 
     Call arguments:
         x: tensor `(batch, seq, hidden)`.
@@ -83,36 +88,16 @@ class TransformerEncoder(keras.layers.Layer):
     Returns:
         Tensor `(batch, seq, hidden)`.
 
-    Attributes:
-        skip_padding: bool. At inference on TensorFlow (`training=False`, as `predict`,
-            `evaluate` and the export call the model), run the dense layers and layer norms
-            on the real tokens only, and the attention one sequence at a time on them
-            (`_call_on_real_tokens`, `BertAttention.attend_packed`): about twice the
-            throughput on batches of real-length text on CPU; outputs at padded positions are
-            then zeros.
-            Training keeps the padded computation unless `skip_padding_in_training`.
-            Defaults to False; a `Task` whose outputs never read the padded positions turns
-            it on (`set_skip_padding`) on CPU, where Keras never compiles with XLA (XLA does
-            not take the dynamic token count).
-        skip_padding_in_training: bool. With `skip_padding`, training (`training=True`, as
-            `fit` calls the model) takes the real-token path too, dropout drawn on the
-            `(real tokens, hidden)` matrix: the same distribution over the real positions as
-            the padded call's, the same gradients without dropout; padded positions' outputs
-            are zeros and get no gradient. Defaults to False; a `Task` whose loss never reads
-            the padded positions (`Task.trains_on_real_tokens`) turns it on.
+    The encoder has two paths, fixed by `skip_padding`: every position of the padded batch
+    (keras-hub's), or the dense layers, layer norms, GELU and dropout on the real tokens only and
+    the attention in the padded layout (`layers/real_tokens.py`): on batches of real-length text on
+    a CPU the largest lever of `predict` and `fit` (docs/benchmarks.md), the same outputs at real
+    positions (to float rounding), zeros at padded ones. TensorFlow only, without XLA (each
+    batch's token count is a new shape); a `Task` picks it on a CPU (`Task.padding_to_skip`).
 
     References:
         Vaswani et al., 2017; Devlin et al., 2018; google-research/bert `modeling.py`.
     """
-
-    skip_padding = False
-    skip_padding_in_training = False
-    # Training on TensorFlow: the exact GELU keeps only its input (`exact_gelu`); False: autodiff
-    # through the composite (benchmarks' lever).
-    lean_gelu_in_training = True
-    # Inference on the real tokens: rows up to this long attend in one padded batch, longer ones one
-    # sequence at a time (`_inference_attention`).
-    batched_attention_up_to = 128
 
     def __init__(
         self,
@@ -123,6 +108,8 @@ class TransformerEncoder(keras.layers.Layer):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         causal=False,
+        skip_padding=None,
+        per_sequence_above=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -137,9 +124,11 @@ class TransformerEncoder(keras.layers.Layer):
         self.activation = activation
         self.layer_norm_epsilon = args.positive_float("layer_norm_epsilon", layer_norm_epsilon)
         self.causal = args.boolean("causal", causal)
+        self.skip_padding = real_tokens.check_skip_padding(skip_padding, keras.backend.backend())
         policy = self.dtype_policy
         self.attention = BertAttention(
-            self.num_heads, self.attention_dropout, causal=self.causal, dtype=policy, name="attention"
+            self.num_heads, self.attention_dropout, causal=self.causal, per_sequence_above=per_sequence_above,
+            dtype=policy, name="attention",
         )
         # The two projections back to the input width are created by `build`.
         self.attention_dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="attention_output_dropout")
@@ -170,83 +159,27 @@ class TransformerEncoder(keras.layers.Layer):
         self.built = True
 
     def call(self, x, padding_mask=None, training=None):
-        if (self.skip_padding and padding_mask is not None and keras.backend.backend() == "tensorflow"
-                and (training is False or (training is True and self.skip_padding_in_training))):
-            return self._call_on_real_tokens(x, padding_mask, training)
-        context = self.attention(x, padding_mask=padding_mask, training=training)
-        attended = self.attention_dropout_layer(
-            self.attention_output_dense(context), training=training
-        )
-        x = ops.cast(self.attention_layer_norm(x + attended), self.compute_dtype)
-        hidden = gelu(
-            self.intermediate_dense(x), approximate=self.activation == "gelu_approximate",
-            training=training and self.lean_gelu_in_training,
-        )
-        out = self.output_dropout_layer(self.output_dense(hidden), training=training)
-        return ops.cast(self.output_layer_norm(x + out), self.compute_dtype)
-
-    def _call_on_real_tokens(self, x, padding_mask, training=False):
-        """`call` with every dense layer, layer norm, GELU and dropout on the real tokens only.
-
-        The rows of a batch padded to its longest row are mostly padding on real text (a
-        batch of 32 review snippets: ~27 pieces on average, padded to ~55), and the dense
-        layers are nearly all the work: they run on the `(real tokens, hidden)` matrix. At
-        inference the attention runs on it too, one sequence at a time without its padding
-        (`BertAttention.attend_packed`); in training it sees the padded `(batch, seq)` layout
-        (queries, keys and values put into it, zeros at padding, which the mask hides; `real_tokens`),
-        where its dropout is drawn as in `call`. Real positions get the outputs of `call` (to
-        float rounding); padded positions get zeros. Every batch's token
-        count is a new matmul shape: rounding it up to fewer shapes (8 per power of two) was
-        slower than exact shapes (docs/measurements/). TensorFlow only
-        (the token count is a dynamic shape, which XLA and JAX's jit do not take).
-        """
-        shape = ops.shape(x)
-        width = shape[-1]
-        real, index = real_tokens.positions(padding_mask)
-        tokens = real_tokens.pack(ops.reshape(x, (-1, width)), real, index)  # (tokens, hidden)
-
-        def to_padded(values):
-            return ops.reshape(real_tokens.unpack(values, real, index), shape)
-
+        if not real_tokens.skips(self.skip_padding, padding_mask, training):
+            context = self.attention(x, padding_mask=padding_mask, training=training)
+            return self._after_attention(x, context, training)
+        # The real-token path: the dense layers on `(tokens, hidden)` (`layers/real_tokens.py`).
+        where = real_tokens.RealTokens(padding_mask, ops.shape(x))
+        tokens = where.pack(x)  # (tokens, hidden)
         attention = self.attention
         query, key, value = (dense(tokens) for dense in (attention.query_dense, attention.key_dense,
                                                          attention.value_dense))
+        context = real_tokens.attend(attention, query, key, value, where, padding_mask, training)
+        return where.unpack(self._after_attention(tokens, context, training))
 
-        def on_padded_batch():  # one attention call over the padded batch; its real tokens' rows
-            context = attention.attend_batched(to_padded(query), to_padded(key), to_padded(value), padding_mask, training)
-            return real_tokens.pack(ops.reshape(context, (-1, width)), real, index)
-
-        def one_sequence_at_a_time():
-            lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
-            return attention.attend_packed(query, key, value, lengths)
-
-        if training:  # dropout is drawn on the padded layout, as in `call`
-            context = on_padded_batch()
-        else:
-            context = self._inference_attention(padding_mask, on_padded_batch, one_sequence_at_a_time)
+    def _after_attention(self, x, context, training):
+        """Output projection, dropout, add & norm, then the feed-forward block: on `x` of any
+        leading shape (`(batch, seq)` or the real tokens' `(tokens,)`)."""
         attended = self.attention_dropout_layer(self.attention_output_dense(context), training=training)
-        tokens = ops.cast(self.attention_layer_norm(tokens + attended), self.compute_dtype)
-        hidden = gelu(
-            self.intermediate_dense(tokens), approximate=self.activation == "gelu_approximate",
-            training=training and self.lean_gelu_in_training,
-        )
+        x = ops.cast(self.attention_layer_norm(x + attended), self.compute_dtype)
+        hidden = gelu(self.intermediate_dense(x), approximate=self.activation == "gelu_approximate",
+                      training=training)
         out = self.output_dropout_layer(self.output_dense(hidden), training=training)
-        tokens = ops.cast(self.output_layer_norm(tokens + out), self.compute_dtype)
-        return to_padded(tokens)
-
-    def _inference_attention(self, padding_mask, on_padded_batch, one_sequence_at_a_time):
-        """The real tokens' attention context at inference: one padded batch when its rows are at most
-        `batched_attention_up_to` long, else one sequence at a time (`attend_packed`).
-
-        One sequence at a time keeps long windows' `(heads, seq, seq)` scores in the CPU's cache, but
-        it runs a dozen small ops per sequence and layer (slices, head transposes, pads): on short
-        rows those ops cost more than the attention they compute (the transposes alone were a tenth
-        of BERT-Base's forward pass on ~27-piece snippets, docs/benchmarks.md's profile), where one
-        batched call runs them once a layer."""
-        length = ops.shape(padding_mask)[1]
-        if isinstance(length, int):
-            return on_padded_batch() if length <= self.batched_attention_up_to else one_sequence_at_a_time()
-        return ops.cond(length <= self.batched_attention_up_to, on_padded_batch, one_sequence_at_a_time)
+        return ops.cast(self.output_layer_norm(x + out), self.compute_dtype)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return tuple(x_shape)
@@ -262,36 +195,8 @@ class TransformerEncoder(keras.layers.Layer):
                 "activation": self.activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "causal": self.causal,
+                "skip_padding": self.skip_padding,
+                "per_sequence_above": self.attention.per_sequence_above,
             }
         )
         return config
-
-
-def set_skip_padding(model, enabled=True, in_training=None):
-    """Sets `skip_padding` on every `TransformerEncoder` inside `model` (a `Task` does at
-    construction on CPU): `predict`, `evaluate` and the export then run the encoder's dense
-    layers on the real tokens only; `in_training`, unless None, sets
-    `skip_padding_in_training` too (`fit` as well)."""
-    for layer in flatten_layers(model):
-        if isinstance(layer, TransformerEncoder):
-            layer.skip_padding = bool(enabled)
-            if in_training is not None:
-                layer.skip_padding_in_training = bool(in_training)
-
-
-@contextlib.contextmanager
-def padded_encoders(model):
-    """Inside: every `TransformerEncoder` of `model` runs on the padded batch with batched
-    attention (no `skip_padding`, no `BertAttention.per_sequence`); each layer's own
-    settings come back after. For graphs that must run on any device (TF Hub's encoder
-    export), or that only give the outputs' shapes (a symbolic build, where the padded
-    path traces in a fraction of the time of the real tokens' per-sequence loop)."""
-    encoders = [layer for layer in flatten_layers(model) if isinstance(layer, TransformerEncoder)]
-    saved = [(layer, layer.skip_padding, layer.attention.per_sequence) for layer in encoders]
-    try:
-        for layer in encoders:
-            layer.skip_padding = layer.attention.per_sequence = False
-        yield
-    finally:
-        for layer, skipping, per_sequence in saved:
-            layer.skip_padding, layer.attention.per_sequence = skipping, per_sequence

@@ -5,6 +5,8 @@ import keras
 from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers.bert_embeddings import BertEmbeddings
 from keras_bert_zoo.layers.initializers import bert_initializer
+from keras_bert_zoo.layers.bert_attention import check_per_sequence_above
+from keras_bert_zoo.layers.real_tokens import check_skip_padding
 from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, check_activation
 from keras_bert_zoo.models.base import Backbone
 from keras_bert_zoo.utils.precision import AUTO, auto_precision, default_policy
@@ -32,6 +34,17 @@ class BertBackbone(Backbone):
         num_segments: int. Token types. Defaults to 2.
         activation: str. `"gelu"` (exact, default) or `"gelu_approximate"`.
         causal: bool. Left-to-right attention for the §5.1 ablation. Defaults to False.
+        skip_padding: str or None. When the encoder's dense layers run on the real tokens only
+            (`TransformerEncoder`): `"never"` (every position, on any device), `"inference"` or
+            `"always"` (`fit` too). None (default): chosen once by the first task built on the
+            backbone, for itself and the device (`Task.padding_to_skip`: on a CPU with
+            TensorFlow as far as the task allows, else "never"); a backbone called alone
+            meanwhile runs every position. A preset does not store it.
+        per_sequence_above: int or None. At inference, rows longer than this attend one
+            sequence at a time (`BertAttention`; SQuAD-style windows on a CPU). None (default):
+            one batched call until a task chooses (128 on a CPU with TensorFlow, where it
+            chooses `skip_padding`); pass `max_sequence_length` to keep one batched call there.
+            A preset does not store it.
         dtype: str or `keras.DTypePolicy`, a float policy, e.g. `"float32"` or
             `"mixed_bfloat16"`. None (default): Keras' global policy, float32 unless set
             (`keras.config.set_dtype_policy`; `utils.precision.default_policy()`), so that a
@@ -67,6 +80,8 @@ class BertBackbone(Backbone):
         num_segments=2,
         activation="gelu",
         causal=False,
+        skip_padding=None,
+        per_sequence_above=None,
         dtype=None,
         **kwargs,
     ):
@@ -105,6 +120,8 @@ class BertBackbone(Backbone):
                 dropout=dropout,
                 activation=activation,
                 causal=causal,
+                skip_padding=skip_padding,
+                per_sequence_above=per_sequence_above,
                 dtype=policy,
                 name=f"transformer_layer_{i}",
             )
@@ -153,11 +170,38 @@ class BertBackbone(Backbone):
         self.num_segments = num_segments
         self.activation = activation
         self.causal = causal
+        self.skip_padding = skip_padding
+        self.per_sequence_above = per_sequence_above
         # === Handles used by heads and weight loaders ===
         self.embeddings = embeddings
         self.token_embedding = embeddings.token_embedding
         self.transformer_layers = layers
         self.pooled_dense = pooled_dense
+
+    def choose_paths(self, skip_padding, per_sequence_above):
+        """Fixes how the encoder computes where it was left open (None), before any trace reads it:
+        `skip_padding` and, if open too, `per_sequence_above`, on every encoder layer. A backbone
+        built with a `skip_padding` keeps both. Returns its `skip_padding`."""
+        if self.skip_padding is None:
+            check_skip_padding(skip_padding, keras.backend.backend())
+            self.skip_padding = skip_padding
+            if self.per_sequence_above is None:
+                self.per_sequence_above = check_per_sequence_above(per_sequence_above)
+            for layer in self.transformer_layers:
+                layer.skip_padding = self.skip_padding
+                layer.attention.per_sequence_above = self.per_sequence_above
+        return self.skip_padding
+
+    def with_paths(self, skip_padding, per_sequence_above):
+        """This backbone where it already computes so, else a twin built so with these weights
+        (copied): for a graph that must give every position's output on any device (TF Hub's
+        encoder), or an A/B of the paths."""
+        if (skip_padding, per_sequence_above) == (self.skip_padding, self.per_sequence_above):
+            return self
+        twin = type(self).from_config(
+            {**self.get_config(), "skip_padding": skip_padding, "per_sequence_above": per_sequence_above})
+        twin.set_weights(self.get_weights())
+        return twin
 
     def get_config(self):
         config = super().get_config()
@@ -173,6 +217,8 @@ class BertBackbone(Backbone):
                 "num_segments": self.num_segments,
                 "activation": self.activation,
                 "causal": self.causal,
+                "skip_padding": self.skip_padding,
+                "per_sequence_above": self.per_sequence_above,
             }
         )
         return config

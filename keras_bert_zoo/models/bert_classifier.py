@@ -75,7 +75,7 @@ class BertClassifier(ClassifierHead, Task):
     """
 
     preset_defaults = {"num_classes": 2}
-    trains_on_real_tokens = True  # its loss reads [CLS] only
+    skippable_padding = "always"  # its outputs and loss read [CLS] (or the real tokens' mean) only
 
     def __init__(self, backbone, num_classes, preprocessor=None, labels=None, dropout=0.1, pooling="pooled_output",
                  **kwargs):

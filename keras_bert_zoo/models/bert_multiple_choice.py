@@ -69,7 +69,7 @@ class BertMultipleChoice(Task):
 
     preprocessor_cls = MultipleChoicePreprocessor
     preset_defaults = {"num_choices": 4}
-    trains_on_real_tokens = True  # its loss reads [CLS] only
+    skippable_padding = "always"  # its outputs and loss read [CLS] only
 
     def __init__(self, backbone, num_choices, preprocessor=None, dropout=0.1, **kwargs):
         if not isinstance(num_choices, int) or isinstance(num_choices, bool) or num_choices < 2:

@@ -100,7 +100,7 @@ class BertPretrainer(Task):
 
     # Pretraining rows are packed to the full length (little padding): evaluation stays on the
     # padded path of its verified numerics.
-    skips_padding = False
+    skippable_padding = "never"
 
     def __init__(self, backbone, nsp=True, objective="mlm", preprocessor=None, **kwargs):
         _check_arguments(backbone, nsp, objective)

@@ -45,8 +45,8 @@ class BertSpanExtractor(Task):
             overlap, per-window probabilities, equal answers' scores added; see
             `SpanDecoder`), for the same answers as HF's pipeline on the same weights.
             The preprocessor must follow the same rules. As that decoding never reads a
-            padded position, inference then skips the padding in the encoder's dense
-            layers (`TransformerEncoder.skip_padding`; padded positions' logits are the
+            padded position, `from_preset` on a CPU then builds the encoder to skip the
+            padding at inference (`padding_to_skip`; padded positions' logits are the
             head's bias); training is unchanged. Defaults to "original".
 
     Call arguments:
@@ -75,10 +75,12 @@ class BertSpanExtractor(Task):
     target_kind = "spans"  # `y`: each answer's character span in its context (`SquadData.y`), checked before fit
     default_sequence_length = 384
 
-    # The original's span loss is a softmax over every position, padding included (so are
-    # HF's logits), and its n-best picks among them: padded positions keep their values (no
-    # TransformerEncoder.skip_padding), except at inference with rules="hf_pipeline".
-    skips_padding = False
+    def padding_to_skip(self):
+        """The original's span loss is a softmax over every position, padding included (so are HF's
+        logits), and its n-best picks among them: "never". HF's decoding reads the logits of
+        context tokens and [CLS] only: "inference" under `rules="hf_pipeline"` (padded positions'
+        logits are then the head's bias)."""
+        return "inference" if self.rules == "hf_pipeline" else "never"
 
     def __init__(self, backbone, preprocessor=None, n_best_size=20, max_answer_length=30,
                  null_score_diff_threshold=None, rules="original", **kwargs):
@@ -111,10 +113,6 @@ class BertSpanExtractor(Task):
         self.max_answer_length = max_answer_length
         self.null_score_diff_threshold = decoder.null_score_diff_threshold
         self.rules = rules
-        if rules == "hf_pipeline":
-            # HF's decoding reads the logits of context tokens and [CLS] only, so inference may skip
-            # the padding (padded positions' logits are then the head's bias); training does not.
-            self._apply_skip_padding(True)
         # === Head ===
         self.span_dense = span_dense
         # No output reads `pooled_output`, so the pooler gets no gradient: frozen, it is out of

@@ -5,8 +5,7 @@ import functools
 import keras
 import tensorflow as tf
 
-from keras_bert_zoo.layers.bert_attention import set_per_sequence_attention
-from keras_bert_zoo.layers.transformer_encoder import padded_encoders, set_skip_padding
+from keras_bert_zoo.layers.real_tokens import skips_more
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.presets.class_presets import ClassPresets
@@ -22,7 +21,7 @@ from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
 from keras_bert_zoo.training.callbacks import BuildAwareProgbar
 from keras_bert_zoo.training.replica_steps import batchwise, fit_on_workers, placeholder_batch, replica_step_function
 from keras_bert_zoo.utils import keras_internals, quantization
-from keras_bert_zoo.utils.precision import model_precision_line
+from keras_bert_zoo.utils.precision import has_accelerator, model_precision_line
 
 
 class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputChecks, TaskCard, keras.Model):
@@ -37,10 +36,10 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputC
     `task.preprocessor = None`, go to Keras unchanged. In-memory inputs are checked before any
     graph (`TaskInputChecks`): label names are mapped through `labels`, and texts that are not
     strings, empty inputs, rows that disagree and labels the task does not know are refused in
-    one line naming the argument, the row and the fix. On a CPU, without XLA, the
-    encoder's dense layers skip the padding (`TransformerEncoder.skip_padding`) at
-    inference, and in `fit` too for a task whose loss reads only [CLS]
-    (`trains_on_real_tokens`: the classifier and multiple choice).
+    one line naming the argument, the row and the fix. `from_preset` on a CPU builds the
+    encoder to skip the padding in its dense layers (`BertBackbone(skip_padding=...)`) as far as
+    the task allows (`skippable_padding`): at inference, and in `fit` too for a task whose loss
+    reads only [CLS] (the classifier and multiple choice).
 
     A task is built compiled (by its constructor, `from_preset` or `from_config`), as
     keras-hub's are: `compile()`'s defaults are the paper's fine-tuning recipe, `BertAdamW`
@@ -64,22 +63,28 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputC
     preset_defaults = {}  # task arguments `from_preset` uses when neither caller nor preset sets them
     preprocessor = None
 
-    skips_padding = True  # its encoder runs on the real tokens (TransformerEncoder.skip_padding)
-    # ... in `fit` too (TransformerEncoder.skip_padding_in_training): its loss reads no padded
-    # position's output, and no output's gradient reaches one.
-    trains_on_real_tokens = False
+    # How much padding the task lets its encoder skip (`TransformerEncoder.skip_padding`): "always"
+    # where neither its outputs nor its loss read a padded position, "inference" where only its loss
+    # does, "never" where its outputs do.
+    skippable_padding = "inference"
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._apply_skip_padding(self.skips_padding)
+    def padding_to_skip(self):
+        """How much padding this task lets its encoder skip: `skippable_padding`."""
+        return self.skippable_padding
 
-    def _apply_skip_padding(self, enabled):
-        """`TransformerEncoder.skip_padding` where the task's outputs never read the padded
-        positions (`enabled`), and `BertAttention.per_sequence`; neither where Keras may pick
-        XLA (any non-CPU device)."""
-        on_cpu = not any(d.device_type != "CPU" for d in tf.config.list_physical_devices())
-        set_skip_padding(self, enabled and on_cpu, in_training=self.trains_on_real_tokens)
-        set_per_sequence_attention(self, on_cpu)
+    def settle_skip_padding(self):
+        """Chooses the backbone's `skip_padding` where it was left open (None): with CPUs only, on
+        TensorFlow, where Keras compiles without XLA, as much as the task allows
+        (`padding_to_skip`); "never" on a GPU or TPU (XLA) and on the other backends. A backbone
+        built to skip more than the task allows is refused."""
+        allowed = self.padding_to_skip()
+        on_cpu = keras.backend.backend() == "tensorflow" and not has_accelerator()
+        chosen = self.backbone.choose_paths(allowed if on_cpu else "never", 128 if on_cpu else None)
+        if skips_more(chosen, allowed):
+            raise ValueError(
+                f"{type(self).__name__} reads its encoder's outputs at padded positions (allows skip_padding="
+                f"{allowed!r}), but the backbone was built with skip_padding={chosen!r}. Build the backbone with "
+                f"skip_padding={allowed!r} or None (the task then picks).")
 
     # === What a task defines ===
     def default_loss(self):
@@ -182,9 +187,7 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputC
         if (not isinstance(dataset, tf.data.Dataset) or keras.backend.backend() != "tensorflow"
                 or not isinstance(dataset.element_spec, tuple) or len(dataset.element_spec) < 2):
             return
-        # Only the outputs' structure is needed, and the padded path traces in a fraction of the
-        # time of the real tokens' path (docs/measurements/ has the figures).
-        with self.distribute_strategy.scope(), padded_encoders(self):
+        with self.distribute_strategy.scope():
             keras_internals.symbolic_build(self, placeholder_batch(dataset))
 
     def _on_several_workers(self):

@@ -9,8 +9,7 @@ import logging
 import keras
 import tensorflow as tf
 
-from keras_bert_zoo.layers.bert_attention import set_per_sequence_attention
-from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
+from keras_bert_zoo.layers.real_tokens import skips_more
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.training.finetuning_optimizer import FinetuningAdamW, RunSchedule
 
@@ -38,6 +37,8 @@ def compiled_after(init):
         finally:
             if outermost:
                 object.__setattr__(self, "_constructing", False)
+        if outermost:
+            self.settle_skip_padding()  # before `compile`, which refuses XLA for a skipping encoder
         if outermost and not self.compiled:
             self.compile()
 
@@ -104,10 +105,16 @@ class TaskCompiling:
             loss = self.default_loss()
         if isinstance(metrics, str) and metrics == "auto":
             metrics = self.default_metrics()
+        skipping = skips_more(getattr(self.backbone, "skip_padding", None), "never")
+        if skipping and kwargs.get("jit_compile") is True:
+            raise ValueError(
+                "jit_compile=True cannot compile an encoder that skips the padding (each batch's token "
+                f"count is a new shape, which XLA does not take). Received: jit_compile=True with the backbone's "
+                f"skip_padding={self.backbone.skip_padding!r}. Build the task with skip_padding='never' "
+                "(`from_preset(..., skip_padding='never')`), or leave jit_compile at 'auto'.")
+        if skipping and kwargs.get("jit_compile", "auto") == "auto":
+            kwargs["jit_compile"] = False  # what Keras picks on a CPU; the skipping path needs it elsewhere too
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
-        if self.jit_compile is True:
-            set_skip_padding(self, False)  # XLA does not take the dynamic token count
-            set_per_sequence_attention(self, False)  # one batched computation for XLA
 
     def get_compile_config(self):
         arguments = getattr(self, "_compile_arguments", None)

@@ -254,9 +254,11 @@ def read_task_config(preset):
 
 
 def backbone_config(backbone):
-    """The backbone's constructor arguments without Keras bookkeeping (name, dtype)."""
+    """The backbone's constructor arguments a preset keeps: no Keras bookkeeping (name, dtype), and
+    no `skip_padding` or `per_sequence_above`, which say how this session computes, not what the
+    model is: `from_preset` picks them for the task and the device that load the preset."""
     config = backbone.get_config()
-    for key in ("name", "trainable", "dtype"):
+    for key in ("name", "trainable", "dtype", "skip_padding", "per_sequence_above"):
         config.pop(key, None)
     return config
 

@@ -23,7 +23,6 @@ import tempfile
 
 import tensorflow as tf
 
-from keras_bert_zoo.layers.transformer_encoder import padded_encoders
 from keras_bert_zoo.text.segment_packer import SegmentPacker
 from keras_bert_zoo.text.vocabulary import save_vocabulary
 from keras_bert_zoo.utils import files, keras_internals
@@ -75,12 +74,11 @@ def export_encoder(backbone, path):
     """
     if not hasattr(backbone, "declared_variables"):
         raise ValueError(f"`backbone` must be a keras_bert_zoo.BertBackbone. Received: {type(backbone).__name__}.")
-    encoder = _Encoder(backbone)
+    # TF Hub's encoders give every position's output, padding included, and run on any device:
+    # a backbone built to skip the padding (a task's, on a CPU) is exported as its padded twin.
+    encoder = _Encoder(backbone.with_paths("never", None))
     path = os.path.abspath(os.fspath(path))
-    # TF Hub's encoders give every position's output, padding included, and run on any
-    # device: traced without a task's TransformerEncoder.skip_padding and its CPU-only
-    # BertAttention.per_sequence.
-    with padded_encoders(backbone), files.atomic_directory(path) as tmp:
+    with files.atomic_directory(path) as tmp:
         tf.saved_model.save(encoder, tmp, signatures={"serving_default": encoder.serve.get_concrete_function()})
     return path
 

@@ -59,7 +59,8 @@ def _cpu_has_any(wanted, flags):
     return any(flag in flags for flag in wanted)
 
 
-def _has_accelerator():
+def has_accelerator():
+    """Whether a GPU or TPU runs the backend's computations (asked of the backend's own framework)."""
     import keras  # lazy: reading the precision setting needs no Keras (start-up time)
 
     backend = keras.backend.backend()
@@ -97,7 +98,7 @@ def auto_precision(flags=None, accelerator=None):
     if forced:
         return forced
     if accelerator is None:
-        accelerator = _has_accelerator()
+        accelerator = has_accelerator()
     if accelerator or cpu_has_native_bf16(flags):
         return "mixed_bfloat16"
     return "float32"
@@ -139,7 +140,7 @@ def auto_reason(flags=None, accelerator=None):
     if forced:
         return f"{ENV}={forced}"
     if accelerator is None:
-        accelerator = _has_accelerator()
+        accelerator = has_accelerator()
     if accelerator:
         return "a GPU/TPU runs bf16 natively"
     if cpu_has_native_bf16(flags):

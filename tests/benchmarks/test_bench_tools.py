@@ -83,27 +83,3 @@ def test_memory_bandwidth_counts_a_read_and_a_write_of_each_float(monkeypatch):
     assert result["gbs"] == pytest.approx(8 * 2**20 / 1e9 / 0.5)
     assert result["megabytes"] == 4 and len(result["runs"]) == 3
     assert 0 <= calls[0] <= 1.0001
-
-
-def test_the_scatter_lever_puts_the_real_tokens_back_by_scatter_nd_with_the_same_values(monkeypatch):
-    import numpy as np
-    import tensorflow as tf
-
-    from benchmarks.common import set_scatter_real_tokens
-    from keras_bert_zoo.layers import real_tokens
-
-    for name in ("positions", "pack", "unpack"):  # restored after the test
-        monkeypatch.setattr(real_tokens, name, getattr(real_tokens, name))
-    mask = tf.constant([[1, 1, 0], [1, 0, 0]])
-    tokens = tf.constant(np.arange(6, dtype="float32").reshape(3, 2))
-    gathered = real_tokens.unpack(tokens, *real_tokens.positions(mask))
-    set_scatter_real_tokens(True)
-
-    @tf.function
-    def round_trip(tokens):
-        real, cells = real_tokens.positions(mask)
-        return real_tokens.unpack(real_tokens.pack(real_tokens.unpack(tokens, real, cells), real, cells), real, cells)
-
-    np.testing.assert_array_equal(round_trip(tokens).numpy(), gathered.numpy())
-    ops = {op.type for op in round_trip.get_concrete_function(tokens).graph.get_operations()}
-    assert "ScatterNd" in ops

@@ -130,17 +130,23 @@ def test_layers_create_their_dense_layers_at_full_width_in_build():
         assert 0.015 < kernel.std() < 0.025  # each the original's truncated normal(0.02)
 
 
+def _skipping(layer, skip_padding):
+    """A layer built as `layer` but with `skip_padding`, with its weights: the A/B of the two paths."""
+    twin = TransformerEncoder.from_config({**layer.get_config(), "skip_padding": skip_padding})
+    twin.build((None, None, 16))
+    twin.set_weights(layer.get_weights())
+    return twin
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
-@pytest.mark.parametrize("up_to", [0, 128])  # attention one sequence at a time / in one padded batch
-def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype, up_to):
+def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype):
     # The inference path of a Task's layers: dense layers on the real tokens only.
     layer = _layer(causal=causal, dtype=dtype)
     x, mask = _masked_batch(seed=3)
     want = np.array(keras.ops.cast(layer(x, padding_mask=mask, training=False), "float32"))
-    layer.skip_padding = True
-    layer.batched_attention_up_to = up_to
-    got = np.array(keras.ops.cast(layer(x, padding_mask=mask, training=False), "float32"))
+    skipping = _skipping(layer, "inference")
+    got = np.array(keras.ops.cast(skipping(x, padding_mask=mask, training=False), "float32"))
     real = mask.astype(bool)
     tolerance = 1e-5 if dtype == "float32" else 2e-2
     np.testing.assert_allclose(got[real], want[real], atol=tolerance, rtol=tolerance)
@@ -149,17 +155,15 @@ def test_skip_padding_matches_the_padded_call_on_real_tokens(causal, dtype, up_t
     # the padded computation.
     for training in (True, None):
         np.testing.assert_array_equal(
-            np.array(keras.ops.cast(layer(x, padding_mask=mask, training=training), "float32")), want)
-    assert np.all(np.array(keras.ops.cast(layer(x, training=False), "float32"))[~real] != 0.0)
+            np.array(keras.ops.cast(skipping(x, padding_mask=mask, training=training), "float32")), want)
+    assert np.all(np.array(keras.ops.cast(skipping(x, training=False), "float32"))[~real] != 0.0)
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("up_to", [0, 6, 128])  # 6: the 9-long batch one sequence at a time, the 6-long one batched
-def test_skip_padding_attends_each_row_alone_under_any_mask_in_a_graph(causal, up_to):
-    # `attend_packed` (rows longer than `batched_attention_up_to`) or one padded batch at
-    # inference, chosen inside one trace with unknown batch and length (as `predict` traces).
-    # Masks with holes, a row without any real token, rows longer and shorter than the others:
-    # the padded call's outputs at the real positions.
+def test_skip_padding_attends_each_row_alone_under_any_mask_in_a_graph(causal):
+    # One trace with unknown batch and length (as `predict` traces). Masks with holes, a row
+    # without any real token, rows longer and shorter than the others: the padded call's outputs
+    # at the real positions.
     import tensorflow as tf
 
     layer = _layer(causal=causal)
@@ -171,10 +175,9 @@ def test_skip_padding_attends_each_row_alone_under_any_mask_in_a_graph(causal, u
     mask[2, 6:] = 0
     mask[3, 0] = 0  # padding first
     want = np.array(layer(x, padding_mask=mask, training=False))
-    layer.skip_padding = True
-    layer.batched_attention_up_to = up_to
+    skipping = _skipping(layer, "inference")
     spec = (tf.TensorSpec([None, None, 16], tf.float32), tf.TensorSpec([None, None], tf.int32))
-    forward = tf.function(lambda x, m: layer(x, padding_mask=m, training=False), input_signature=spec)
+    forward = tf.function(lambda x, m: skipping(x, padding_mask=m, training=False), input_signature=spec)
     got = forward(x, mask).numpy()
     real = mask.astype(bool)
     np.testing.assert_allclose(got[real], want[real], atol=1e-5, rtol=1e-5)
@@ -185,24 +188,18 @@ def test_skip_padding_attends_each_row_alone_under_any_mask_in_a_graph(causal, u
     assert forward.experimental_get_tracing_count() == 1
 
 
-def _real_token_path(layer, enabled):
-    layer.skip_padding = layer.skip_padding_in_training = enabled
-    return layer
-
-
 @pytest.mark.parametrize("causal", [False, True])
 def test_skip_padding_in_training_has_the_padded_calls_gradients(causal):
     # `fit` on the real tokens (a classifier's): without dropout the same outputs at the real
     # positions and the same gradients, for the weights and for the input.
     import tensorflow as tf
 
-    layer = _layer(causal=causal)
+    padded = _layer(causal=causal)
     x, mask = _masked_batch(seed=4)
     real = mask.astype(bool)
     weights = np.random.default_rng(5).normal(size=x.shape).astype("float32") * real[..., None]
 
-    def outputs_and_gradients(enabled):
-        _real_token_path(layer, enabled)
+    def outputs_and_gradients(layer):
         inputs = tf.constant(x)
         with tf.GradientTape() as tape:
             tape.watch(inputs)
@@ -211,8 +208,8 @@ def test_skip_padding_in_training_has_the_padded_calls_gradients(causal):
         grads = tape.gradient(loss, [inputs] + layer.trainable_variables)
         return np.array(out), [np.array(tf.convert_to_tensor(g)) for g in grads]
 
-    padded_out, padded_grads = outputs_and_gradients(False)
-    real_out, real_grads = outputs_and_gradients(True)
+    padded_out, padded_grads = outputs_and_gradients(padded)
+    real_out, real_grads = outputs_and_gradients(_skipping(padded, "always"))
     np.testing.assert_allclose(real_out[real], padded_out[real], atol=1e-5, rtol=1e-5)
     assert np.all(real_out[~real] == 0.0) and not np.allclose(padded_out[~real], 0.0)
     assert len(real_grads) == 1 + 16  # the input and every weight
@@ -222,10 +219,10 @@ def test_skip_padding_in_training_has_the_padded_calls_gradients(causal):
 
 
 def test_skip_padding_in_training_draws_dropout_on_the_real_tokens():
-    layer = TransformerEncoder(num_heads=2, intermediate_dim=24, dropout=0.5, attention_dropout=0.0)
+    layer = TransformerEncoder(num_heads=2, intermediate_dim=24, dropout=0.5, attention_dropout=0.0,
+                               skip_padding="always")
     layer.build((None, None, 16))
     randomize_weights(layer, seed=1)
-    _real_token_path(layer, True)
     seen = []
     for dropout in (layer.attention_dropout_layer, layer.output_dropout_layer):
         call = dropout.call
@@ -239,24 +236,38 @@ def test_skip_padding_in_training_draws_dropout_on_the_real_tokens():
     assert seen[2:] == [((tokens, 16), True)] * 4  # both dropouts, on the (real tokens, hidden) matrix
     assert not np.allclose(first[real], inference[real]) and not np.allclose(first[real], second[real])
     assert np.all(first[~real] == 0.0)
-    # Off by default: a bare layer trains on the padded batch.
-    assert TransformerEncoder.skip_padding_in_training is False
 
 
-def test_padded_encoders_turn_the_real_token_paths_off_inside_and_restore_each_layer():
-    from keras_bert_zoo.layers.transformer_encoder import padded_encoders
+def test_skip_padding_is_a_constructor_argument_in_the_config():
+    assert TransformerEncoder(num_heads=2, intermediate_dim=8).skip_padding is None  # every position until chosen
+    layer = TransformerEncoder(num_heads=2, intermediate_dim=8, skip_padding="inference")
+    assert assert_config_round_trip(layer).skip_padding == "inference"
+    with pytest.raises(ValueError, match="skip_padding"):
+        TransformerEncoder(num_heads=2, intermediate_dim=8, skip_padding=True)
 
-    first, second = _layer(), _layer()
-    x, mask = _masked_batch(seed=4)
-    inputs = keras.Input((None, 16))
-    model = keras.Model(inputs, second(first(inputs)))
-    padded = np.array(first(x, padding_mask=mask, training=False))
-    first.skip_padding = first.attention.per_sequence = True  # `second` keeps the padded path
-    with pytest.raises(RuntimeError, match="inside"):
-        with padded_encoders(model):
-            assert not any(layer.skip_padding or layer.attention.per_sequence for layer in (first, second))
-            # The padded positions are computed again (skipped padding gives zeros there).
-            np.testing.assert_array_equal(np.array(first(x, padding_mask=mask, training=False)), padded)
-            raise RuntimeError("inside")
-    assert (first.skip_padding, first.attention.per_sequence) == (True, True)
-    assert (second.skip_padding, second.attention.per_sequence) == (False, False)
+
+@pytest.mark.parametrize("skip_padding", ["never", "inference"])
+def test_attention_one_sequence_at_a_time_gives_the_batched_outputs_in_a_graph(skip_padding):
+    # `per_sequence_above`: rows longer than it attend one at a time at inference (padded rows on the
+    # padded path, packed rows on the real tokens'); shorter ones in one batched call. One trace with
+    # unknown length takes both sides of the length test (`ops.cond`); the outputs are the batched call's.
+    import tensorflow as tf
+
+    layer = _layer(causal=False)
+    x, mask = _masked_batch(seed=6)
+    batched = _skipping(layer, skip_padding)
+    per_sequence = TransformerEncoder.from_config(
+        {**layer.get_config(), "skip_padding": skip_padding, "per_sequence_above": 5})
+    assert assert_config_round_trip(per_sequence).attention.per_sequence_above == 5
+    per_sequence.build((None, None, 16))
+    per_sequence.set_weights(layer.get_weights())
+    spec = (tf.TensorSpec([None, None, 16], tf.float32), tf.TensorSpec([None, None], tf.int32))
+    forward = tf.function(lambda x, m: per_sequence(x, padding_mask=m, training=False), input_signature=spec)
+    for length in (7, 4):  # above the threshold (one at a time), then at or below it (batched)
+        want = np.array(batched(x[:, :length], padding_mask=mask[:, :length], training=False))
+        got = forward(x[:, :length], mask[:, :length]).numpy()
+        real = mask[:, :length].astype(bool)
+        np.testing.assert_allclose(got[real], want[real], atol=1e-5, rtol=1e-5)
+    assert forward.experimental_get_tracing_count() == 1
+    with pytest.raises(ValueError, match="per_sequence_above"):
+        TransformerEncoder(num_heads=2, intermediate_dim=8, per_sequence_above=-1)

@@ -58,50 +58,50 @@ def as_lists(tree):
     return keras.tree.map_structure(convert, tree)
 
 
-def predictions(build_backbone=None):
-    """`{case: outputs}` of every task on the fixed model; `build_backbone(**config)` builds the
-    backbone (default `BertBackbone`), so a test can ask for each encoder route."""
-    build_backbone = build_backbone or kbz.BertBackbone
+def predictions(route=None):
+    """`{case: outputs}` of every task on the fixed model. `route(task_class, task_args)`, where
+    given, gives more arguments of each task's backbone (how its encoder computes)."""
     out = {}
 
-    def backbone():
+    def backbone(task_class=None, **task_args):
         keras.utils.clear_session()
-        return build_backbone(**BACKBONE)
+        more = route(task_class, task_args) if route and task_class else {}
+        return kbz.BertBackbone(**BACKBONE, **more)
 
-    classifier = filled(kbz.BertClassifier(backbone(), num_classes=3, labels=["x", "y", "z"],
+    classifier = filled(kbz.BertClassifier(backbone(kbz.BertClassifier), num_classes=3, labels=["x", "y", "z"],
                                            preprocessor=kbz.BertPreprocessor(tokenizer(), sequence_length=32)))
     out["classifier_single"] = classifier.predict(SENTENCES, batch_size=2, verbose=0)
     out["classifier_pairs"] = classifier.predict(PAIRS, verbose=0)
     out["classifier_answers"] = classifier.postprocess(classifier.predict(SENTENCES, verbose=0))
-    regression = filled(kbz.BertClassifier(backbone(), num_classes=1,
+    regression = filled(kbz.BertClassifier(backbone(kbz.BertClassifier), num_classes=1,
                                            preprocessor=kbz.BertPreprocessor(tokenizer(), sequence_length=32)))
     out["regression"] = regression.postprocess(regression.predict(PAIRS, verbose=0))
-    mean = filled(kbz.BertClassifier(backbone(), num_classes=2, pooling="mean",
+    mean = filled(kbz.BertClassifier(backbone(kbz.BertClassifier), num_classes=2, pooling="mean",
                                      preprocessor=kbz.BertPreprocessor(tokenizer(), sequence_length=32)))
     out["classifier_mean_pooling"] = mean.predict(SENTENCES, verbose=0)
-    choice = filled(kbz.BertMultipleChoice(backbone(), num_choices=3, preprocessor=kbz.MultipleChoicePreprocessor(
+    choice = filled(kbz.BertMultipleChoice(backbone(kbz.BertMultipleChoice), num_choices=3, preprocessor=kbz.MultipleChoicePreprocessor(
         tokenizer(), sequence_length=24)))
     contexts = np.array(["the man sits down .", "the sky is dark ."])
     endings = np.array([["he eats .", "it flies .", "the sun is a star ."], ["it is night .", "he eats .", "cold"]])
     out["multiple_choice"] = choice.postprocess(choice.predict((contexts, endings), verbose=0))
     for rules in ("original", "hf_pipeline"):
-        qa = filled(kbz.BertSpanExtractor(backbone(), rules=rules, preprocessor=kbz.SpanExtractorPreprocessor(
+        qa = filled(kbz.BertSpanExtractor(backbone(kbz.BertSpanExtractor, rules=rules), rules=rules, preprocessor=kbz.SpanExtractorPreprocessor(
             tokenizer(), sequence_length=24, doc_stride=8, max_query_length=8, rules=rules)))
         out[f"span_{rules}"] = qa.predict(QUESTIONS)
         windows = qa.preprocessor.windows(*QUESTIONS)
         packed = {k: windows[k] for k in ("token_ids", "segment_ids", "padding_mask")}
         out[f"span_{rules}_logits"] = qa.predict(packed, verbose=0)
     labels = ["O", "B-PER", "I-PER", "B-LOC"]
-    tagger = filled(kbz.BertTokenClassifier(backbone(), num_classes=4, labels=labels,
+    tagger = filled(kbz.BertTokenClassifier(backbone(kbz.BertTokenClassifier), num_classes=4, labels=labels,
                                             preprocessor=kbz.TokenClassifierPreprocessor(tokenizer(), sequence_length=16)))
     out["token_logits"] = tagger.predict(SENTENCES, verbose=0)
     out["token_tags"] = [" ".join(tags) for tags in tagger.predict_tags(SENTENCES)]
-    features = filled(kbz.BertFeatureExtractor(backbone(), num_classes=4, labels=labels, lstm_units=4,
+    features = filled(kbz.BertFeatureExtractor(backbone(kbz.BertFeatureExtractor), num_classes=4, labels=labels, lstm_units=4,
                                                preprocessor=kbz.TokenClassifierPreprocessor(tokenizer(), sequence_length=16)))
     for i, variable in enumerate(features.tagger.weights):
         variable.assign(value(f"tagger/{i}", tuple(variable.shape)))
     out["feature_extractor_logits"] = features.predict(SENTENCES, verbose=0)
-    pretrainer = filled(kbz.BertPretrainer(backbone()))
+    pretrainer = filled(kbz.BertPretrainer(backbone(kbz.BertPretrainer)))
     ids = np.array([[2, 10, 11, 12, 3, 13, 14, 3, 0, 0], [2, 15, 4, 16, 3, 17, 18, 19, 20, 3]], "int32")
     packed = {"token_ids": ids, "segment_ids": (np.arange(10) >= 5).astype("int32")[None].repeat(2, 0),
               "padding_mask": (ids > 0).astype("int32"), "mask_positions": np.array([[2, 6], [4, 1]], "int32")}

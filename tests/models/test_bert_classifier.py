@@ -139,24 +139,20 @@ def test_text_pipelines_run_without_the_autotuner():
 
 
 def test_fit_predict_and_evaluate_skip_padding_with_the_same_numbers(monkeypatch):
-    # A classifier's encoder layers run their dense layers on the real tokens only, in
-    # `fit` too (TransformerEncoder.skip_padding, skip_padding_in_training); padded rows of
-    # a batch must not change the numbers.
-    from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, set_skip_padding
+    # On a CPU `from_preset` builds a classifier whose encoder layers run their dense layers on
+    # the real tokens only, in `fit` too (skip_padding="always"); padded rows of a batch must
+    # not change the numbers: the same as a classifier built with skip_padding="never".
+    from keras_bert_zoo.layers import real_tokens
 
     x = [SENTENCES[i % 6] for i in (5, 0, 3, 2, 1, 4, 5, 3)]
     labels = np.array([0, 1, 0, 1, 1, 0, 0, 1])
     calls, in_train_step = [], [False]
-    real = TransformerEncoder._call_on_real_tokens
-    monkeypatch.setattr(TransformerEncoder, "_call_on_real_tokens",
-                        lambda self, *a: calls.append((self.name, in_train_step[0])) or real(self, *a))
+    packing = real_tokens.RealTokens
+    monkeypatch.setattr(real_tokens, "RealTokens",
+                        lambda *a: calls.append(in_train_step[0]) or packing(*a))
 
-    def run(enabled):
-        task = tiny_classifier()
-        task.compile()
-        assert all(layer.skip_padding and layer.skip_padding_in_training
-                   for layer in task.backbone.transformer_layers)
-        set_skip_padding(task, enabled)
+    def run(skip_padding):
+        task = tiny_classifier(**({} if skip_padding is None else {"skip_padding": skip_padding}))
         without_dropout(task)  # the fixture's backbone has dropout: compare without draws
         train_step = task.train_step
 
@@ -172,11 +168,11 @@ def test_fit_predict_and_evaluate_skip_padding_with_the_same_numbers(monkeypatch
         loss = task.evaluate(x, labels, batch_size=8, verbose=0, return_dict=True)["loss"]
         return history.history["loss"], loss, task.predict(x, batch_size=8, verbose=0)
 
-    fast = run(True)
-    assert {name for name, _ in calls} == {f"transformer_layer_{i}" for i in range(2)}
-    assert {training for _, training in calls} == {True, False}  # fit and inference
+    assert tiny_classifier().backbone.skip_padding == "always"  # this CPU's default
+    fast = run(None)
+    assert set(calls) == {True, False}  # traced in fit and at inference
     calls.clear()
-    padded = run(False)
+    padded = run("never")
     assert calls == []
     assert fast[0][1] < fast[0][0]  # it learns
     np.testing.assert_allclose(fast[0], padded[0], rtol=1e-4)

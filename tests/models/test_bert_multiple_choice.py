@@ -47,20 +47,19 @@ def test_each_pair_is_scored_through_the_shared_encoder():
 
 
 def test_fit_on_the_real_tokens_gives_the_padded_fits_numbers():
-    # Its loss reads each pair's [CLS]: fit runs the encoder's dense layers on the real
-    # tokens (TransformerEncoder.skip_padding_in_training), with the padded run's numbers.
-    from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
-
-    def fit(enabled):
-        task = tiny_multiple_choice()
-        assert all(layer.skip_padding_in_training for layer in task.backbone.transformer_layers)
-        set_skip_padding(task, enabled, in_training=enabled)
+    # Its loss reads each pair's [CLS]: on a CPU `from_preset` builds the encoder to run its dense
+    # layers on the real tokens in `fit` too (skip_padding="always"), with the padded run's numbers.
+    def fit(skip_padding):
+        keras.utils.set_random_seed(0)
+        task = BertMultipleChoice.from_preset(FIXTURE, num_choices=3, dropout=0.0, sequence_length=12,
+                                              skip_padding=skip_padding)
         without_dropout(task)  # the fixture's backbone has dropout: compare without draws
         task.compile(learning_rate=1e-3)
         history = task.fit((CONTEXTS, ENDINGS), np.array([2, 0, 1]), batch_size=2, epochs=2, verbose=0)
         return history.history["loss"], task.predict((CONTEXTS, ENDINGS), verbose=0)
 
-    (real_loss, real_scores), (padded_loss, padded_scores) = fit(True), fit(False)
+    assert tiny_multiple_choice().backbone.skip_padding == "always"  # this CPU's default
+    (real_loss, real_scores), (padded_loss, padded_scores) = fit("always"), fit("never")
     np.testing.assert_allclose(real_loss, padded_loss, rtol=1e-4)
     np.testing.assert_allclose(real_scores, padded_scores, atol=1e-4)
     assert not np.allclose(real_scores, tiny_multiple_choice().predict((CONTEXTS, ENDINGS), verbose=0))

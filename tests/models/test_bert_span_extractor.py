@@ -171,38 +171,22 @@ def test_predict_traces_its_forward_pass_once(tmp_path):
         np.testing.assert_allclose(other["score"], answers[0]["score"], rtol=1e-5)
 
 
-def test_attention_runs_per_window_on_cpu_with_the_batched_logits(tmp_path, monkeypatch):
-    """On CPU a task's attention takes one window at a time at inference
-    (`BertAttention.per_sequence`): every position's logits, padding included (the original's
-    n-best reads them), equal the batched computation's; `jit_compile=True` turns it off."""
-    from keras_bert_zoo.layers.bert_attention import BertAttention, set_per_sequence_attention
-    from keras_bert_zoo.models.task_inputs import SEQUENCE_KEYS
-    from keras_bert_zoo.utils.keras_internals import flatten_layers
-
-    task = BertSpanExtractor.from_preset(_preset(tmp_path), sequence_length=32, doc_stride=8, max_query_length=6,
-                                         dropout=0.0)
-    layers = [layer for layer in flatten_layers(task) if isinstance(layer, BertAttention)]
-    assert len(layers) == 2 and all(layer.per_sequence for layer in layers)
-    windows = task.preprocessor.windows(*_data()[:2])
-    ids = {key: windows[key] for key in SEQUENCE_KEYS}
-    assert windows["padding_mask"].numpy().min() == 0  # padded windows
-    batch_sizes, attend = [], BertAttention._attend
-    monkeypatch.setattr(BertAttention, "_attend",
-                        lambda self, q, *a: batch_sizes.append(q.shape[0]) or attend(self, q, *a))
-    per_window = task.predict(ids, verbose=0)
-    assert batch_sizes and set(batch_sizes) == {1}  # traced inside the loop over windows
-    count = len(batch_sizes)
-    set_per_sequence_attention(task, False)
-    task.predict_function = None  # traced with the other attention
-    batched = task.predict(ids, verbose=0)
-    assert len(batch_sizes[count:]) == 2 and 1 not in batch_sizes[count:]  # one batched call per layer
-    for got, want in zip(per_window, batched):
-        np.testing.assert_allclose(got, want, atol=1e-5)
-    set_per_sequence_attention(task, True)
+def test_original_rules_keep_every_position_and_xla_refuses_a_skipping_encoder(tmp_path):
+    """The original's n-best reads every position's logits, padding included: its encoder computes
+    them on every device (skip_padding="never"); under HF's rules `from_preset` on a CPU skips the
+    padding at inference, and such an encoder refuses jit_compile=True (XLA takes no dynamic token
+    count) where "auto" compiles without XLA."""
+    preset = _preset(tmp_path)
+    task = BertSpanExtractor.from_preset(preset, sequence_length=32, doc_stride=8, max_query_length=6, dropout=0.0)
+    assert task.backbone.skip_padding == "never"
     task.compile(jit_compile=True)
-    # XLA gets the batched attention; Keras declines XLA under op determinism (which an
-    # earlier test in this process may have turned on), and then the loop stays.
-    assert all(layer.per_sequence is not task.jit_compile for layer in layers)
+    hf = BertSpanExtractor.from_preset(preset, sequence_length=32, doc_stride=8, max_query_length=6, dropout=0.0,
+                                       rules="hf_pipeline")
+    assert hf.backbone.skip_padding == "inference" and hf.jit_compile is False
+    with pytest.raises(ValueError, match="skip_padding='never'"):  # the original rules read padded positions
+        BertSpanExtractor(hf.backbone)
+    with pytest.raises(ValueError, match="jit_compile=True"):
+        hf.compile(jit_compile=True)
 
 
 def test_hf_pipeline_rules_reach_windows_decoding_presets_and_export(tmp_path):
@@ -211,8 +195,6 @@ def test_hf_pipeline_rules_reach_windows_decoding_presets_and_export(tmp_path):
     import importlib
 
     import tensorflow as tf
-
-    from keras_bert_zoo.layers.transformer_encoder import set_skip_padding
 
     export_lib = importlib.import_module("keras_bert_zoo.serving.export")  # the module, not the function
 
@@ -228,14 +210,14 @@ def test_hf_pipeline_rules_reach_windows_decoding_presets_and_export(tmp_path):
     assert answers["answer_text"].tolist() == [t.decode() for t in expected["answer_text"].numpy()]
     assert 0 < answers["score"].min() and answers["score"].max() <= 2.0  # summed probabilities
     # Inference skips the padding (HF's decoding never reads it): the same answers as without.
-    assert all(layer.skip_padding for layer in task.backbone.transformer_layers)
-    set_skip_padding(task, False)
-    task.__dict__.pop("_window_forward")  # traced with the padding skipped
-    padded = task.predict((questions, contexts), batch_size=4)
+    assert task.backbone.skip_padding == "inference"
+    padded_task = BertSpanExtractor.from_preset(preset, sequence_length=32, doc_stride=8, max_query_length=6,
+                                                max_answer_length=4, rules="hf_pipeline", dropout=0.0,
+                                                skip_padding="never")
+    padded = padded_task.predict((questions, contexts), batch_size=4)
     assert padded["answer_text"].tolist() == answers["answer_text"].tolist()
     np.testing.assert_allclose(padded["score"], answers["score"], rtol=1e-4)
-    assert task._window_forward.experimental_get_tracing_count() == 1
-    set_skip_padding(task, True)
+    assert padded_task._window_forward.experimental_get_tracing_count() == 1
     original = BertSpanExtractor.from_preset(preset, sequence_length=32, doc_stride=8,
                                              max_query_length=6, max_answer_length=4, dropout=0.0)
     assert len(original.preprocessor.windows(questions, contexts)["example_index"]) > len(windows["example_index"])

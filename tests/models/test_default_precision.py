@@ -17,7 +17,7 @@ from tests.models.test_bert_classifier import SENTENCES, tiny_classifier
 def bf16_cpu(monkeypatch):
     """A CPU with native bf16 (where the old default switched to mixed_bfloat16), no accelerator."""
     monkeypatch.delenv(precision_lib.ENV, raising=False)
-    monkeypatch.setattr(precision_lib, "_has_accelerator", lambda: False)
+    monkeypatch.setattr(precision_lib, "has_accelerator", lambda: False)
     monkeypatch.setattr(precision_lib, "cpu_flags", lambda path=None: frozenset({"avx2", "avx512f", "avx512_bf16"}))
     return monkeypatch
 

@@ -54,7 +54,7 @@ def test_auto_follows_auto_precision_and_bad_values_are_named(monkeypatch):
 def _bf16_cpu(monkeypatch, native):
     """`auto_precision()` as on a CPU with (Zen 4) or without (Zen 3) native bf16, no accelerator."""
     monkeypatch.delenv(precision_lib.ENV, raising=False)
-    monkeypatch.setattr(precision_lib, "_has_accelerator", lambda: False)
+    monkeypatch.setattr(precision_lib, "has_accelerator", lambda: False)
     flags = {"avx2", "avx512f", "avx512_bf16"} if native else {"avx2"}
     monkeypatch.setattr(precision_lib, "cpu_flags", lambda path=None: frozenset(flags))
 

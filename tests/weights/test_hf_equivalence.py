@@ -194,7 +194,7 @@ def test_defaults_load_float32_and_match_hf_on_a_cpu_with_native_bf16(monkeypatc
     from keras_bert_zoo.utils import precision
 
     monkeypatch.delenv(precision.ENV, raising=False)
-    monkeypatch.setattr(precision, "_has_accelerator", lambda: False)
+    monkeypatch.setattr(precision, "has_accelerator", lambda: False)
     monkeypatch.setattr(precision, "cpu_flags", lambda path=None: frozenset({"avx2", "avx512f", "avx512_bf16"}))
     exp = lib.expected("gelu")
     backbone = BertBackbone.from_preset(lib.fixture_dir("gelu"), dropout=0.0)
