@@ -28,7 +28,7 @@ class BertAttention(keras.layers.Layer):
             whose rows are longer than this attends one sequence at a time: each row's
             `(heads, seq, seq)` scores stay in the CPU's cache, where the whole batch's go
             through memory several times (the scores, the mask, the softmax): SQuAD-style windows
-            of 384 on a CPU, about twice the throughput (docs/benchmarks.md, `attention_per_sequence`).
+            of 384 on a CPU, about twice the throughput (docs/benchmarks.md, `encoder_paths`).
             Rows up to it attend in one batched call, whose few ops per layer cost less than a
             loop over short rows. The same outputs (to float rounding). None (default): always
             one batched computation (what XLA and accelerators want); a `Task` on a CPU sets 128.
