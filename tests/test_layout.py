@@ -27,7 +27,7 @@ FLOORS = [
     {"data", "metrics"},
     {"models"},
     {"pretraining", "finetuning", "serving"},
-    {"__init__", "conftest", "moved_modules"},
+    {"__init__", "conftest"},
 ]
 OUTSIDE_FLOORS = {"references": -1, "tools": len(FLOORS), "benchmarks": len(FLOORS)}
 PRIVATE_ACCESS_HOME = f"{PACKAGE}/utils/keras_internals.py"
