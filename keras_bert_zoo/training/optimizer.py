@@ -10,6 +10,7 @@ linearly to 0.
 import re
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert_zoo.utils import keras_internals
@@ -187,8 +188,6 @@ class BertAdamW(keras.optimizers.Optimizer):
         in v. The decay is taken from the weights before the step, first:
         w − lr·wd·w − lr·m/(√v + ε) is the original's w − lr·(m/(√v + ε) + wd·w).
         """
-        import tensorflow as tf  # lazy: only the TensorFlow backend runs this (start-up time elsewhere)
-
         var = variable.value if isinstance(variable, keras.Variable) else variable
         index = keras_internals.optimizer_variable_index(self, variable)
         m, v = (slots[index] for slots in (self._momentums, self._velocities))
