@@ -6,16 +6,13 @@ fit loop) and the subpackages, each exporting what its folder holds for users
 (`keras_bert_zoo.data.read_glue`, `keras_bert_zoo.metrics.glue_metrics`, ...). Run plumbing
 (input pipelines' pieces, checkpoint files, replica steps) stays in its module.
 
-A model is saved with its own method, `model.save_to_preset(directory)`. The names that
-left the top level (the dataset readers, the metrics, `save_to_preset`) still resolve, for
-one release, with a DeprecationWarning naming their new home.
+A model is saved with its own method, `model.save_to_preset(directory)`.
 """
 
 import importlib as _importlib
 import importlib.util as _importlib_util
 import os as _os
 import sys as _sys
-import warnings as _warnings
 
 
 def _load_console():
@@ -74,9 +71,6 @@ from keras_bert_zoo.training.checkpoints import TrainingCheckpoint  # noqa: E402
 from keras_bert_zoo.training.distribute import get_strategy  # noqa: E402
 from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay  # noqa: E402
 from keras_bert_zoo.training.resumable_fit import fit_resumable  # noqa: E402
-from keras_bert_zoo import moved_modules as _moved_modules  # noqa: E402
-
-_moved_modules.install()  # the old module paths, one more release
 utils.console = _sys.modules["keras_bert_zoo.utils.console"]  # loaded by file above: a submodule like the others
 
 __version__ = "0.1.0"
@@ -85,40 +79,20 @@ __version__ = "0.1.0"
 # the package's import time, paid by every process that never searches).
 _LAZY = {"tune": "keras_bert_zoo.finetuning.search.tuner", "run_tuning": "keras_bert_zoo.finetuning.search.run"}
 
-# Names that left the top level: {name: (module, its new home as the user writes it)}.
-_DEPRECATED = {
-    **{name: ("keras_bert_zoo.data", f"keras_bert_zoo.data.{name}") for name in (
-        "conll_inputs", "conll_labels", "documents_dataset", "format_report", "glue_labels",
-        "load_conll2003_tfds", "load_glue_tfds", "load_squad_tfds", "pretraining_dataset", "read_conll",
-        "read_glue", "read_polarity", "read_pretraining_tfrecords", "read_squad", "read_swag",
-        "split_sentences", "write_glue_submission", "write_pretraining_tfrecords",
-        "write_pretraining_tfrecords_beam")},
-    # The module `data.pretraining_report` keeps its name, so the function stays in it.
-    "pretraining_report": ("keras_bert_zoo.data.pretraining_report",
-                           "keras_bert_zoo.data.pretraining_report.pretraining_report"),
-    **{name: ("keras_bert_zoo.metrics", f"keras_bert_zoo.metrics.{name}") for name in (
-        "GlueDevMetrics", "entity_scores", "glue_metrics", "squad_v1_metrics", "squad_v2_metrics",
-        "tagging_metrics")},
-    "save_to_preset": ("keras_bert_zoo.presets.loading", "model.save_to_preset(directory)"),
-}
-
 
 def __getattr__(name):
     if name in _LAZY:
         value = getattr(_importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
-    if name in _DEPRECATED:
-        module, home = _DEPRECATED[name]
-        _warnings.warn(f"keras_bert_zoo.{name} is deprecated and leaves the top level in the next release; "
-                       f"use {home}.", DeprecationWarning, stacklevel=2)
-        return getattr(_importlib.import_module(module), name)  # not cached: each use warns
+    if name == "save_to_preset":  # the deprecated function form (it warns); leaves with presets.loading's
+        return _importlib.import_module("keras_bert_zoo.presets.loading").save_to_preset
     raise AttributeError(f"module 'keras_bert_zoo' has no attribute {name!r}")
 
 
 def __dir__():
     # The public API and the module's dunders only: not the submodules the import system binds
-    # here as it loads them (`moved_modules`), nor this file's own helpers and imports.
+    # here as it loads them, nor this file's own helpers and imports.
     return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})
 
 

@@ -27,7 +27,7 @@ FLOORS = [
     {"data", "metrics"},
     {"models"},
     {"pretraining", "finetuning", "serving"},
-    {"__init__", "conftest", "moved_modules"},
+    {"__init__", "conftest"},
 ]
 OUTSIDE_FLOORS = {"references": -1, "tools": len(FLOORS), "benchmarks": len(FLOORS)}
 PRIVATE_ACCESS_HOME = f"{PACKAGE}/utils/keras_internals.py"
@@ -285,6 +285,21 @@ def test_comments_give_reasons_not_dates_or_timings():
                 bad.append(f"{path.relative_to(ROOT)}:{line}: {text.strip()}")
     assert not bad, ("Dates, hosts or timings in comments or package docstrings (they belong in docs/):\n"
                      + "\n".join(bad))
+
+
+# Test folders that mirror no package folder: the tools' tests, the benchmarks', the reliability scenarios.
+TESTS_BESIDE_THE_PACKAGE = {"tools", "benchmarks", "reliability"}
+
+
+def test_test_folders_mirror_the_package():
+    """tests/<folder>/ for each package folder of keras_bert_zoo/, and no other test folder but the few above."""
+    package = {p.name for p in (ROOT / PACKAGE).iterdir() if (p / "__init__.py").is_file()}
+    tests = {p.name for p in (ROOT / "tests").iterdir()
+             if p.is_dir() and not p.name.startswith((".", "__"))}
+    stray = sorted(tests - package - TESTS_BESIDE_THE_PACKAGE)
+    missing = sorted(package - tests)
+    assert not stray, f"Test folders with no package folder of that name (move their files where they belong): {stray}"
+    assert not missing, f"Package folders without a tests/<folder>/: {missing}"
 
 
 MAX_LINES = 350  # docs/design.md, principle 1: split a file by what it holds before this

@@ -37,21 +37,6 @@ PLUMBING = {"Task", "replica_step_function", "batchwise", "fit_on_workers", "Run
             "read_preset_tensors", "assign_declared_weights", "keras_internals", "HeldOutEvaluation",
             "serving_functions", "shards_dataset"}
 
-# Names that left the top level: each still resolves, for one release, with a DeprecationWarning naming
-# its new home (the object there is the same).
-DEPRECATED = {
-    **{name: ("keras_bert_zoo.data", name) for name in (
-        "conll_inputs", "conll_labels", "documents_dataset", "format_report", "glue_labels", "load_conll2003_tfds",
-        "load_glue_tfds", "load_squad_tfds", "pretraining_dataset", "read_conll", "read_glue", "read_polarity",
-        "read_pretraining_tfrecords", "read_squad", "read_swag", "split_sentences", "write_glue_submission",
-        "write_pretraining_tfrecords", "write_pretraining_tfrecords_beam")},
-    "pretraining_report": ("keras_bert_zoo.data.pretraining_report", "pretraining_report"),
-    **{name: ("keras_bert_zoo.metrics", name) for name in (
-        "GlueDevMetrics", "entity_scores", "glue_metrics", "squad_v1_metrics", "squad_v2_metrics", "tagging_metrics")},
-    "save_to_preset": ("keras_bert_zoo.presets.loading", "model.save_to_preset(directory)"),
-}
-
-
 def test_every_name_in_all_resolves_to_a_documented_package_object():
     names = keras_bert_zoo.__all__
     assert len(names) == len(set(names)), "a name is listed twice"
@@ -68,7 +53,6 @@ def test_all_is_the_user_facing_names_and_the_subpackages():
     assert set(keras_bert_zoo.__all__) == USER_FACING | SUBPACKAGES, sorted(
         set(keras_bert_zoo.__all__) ^ (USER_FACING | SUBPACKAGES))
     assert not PLUMBING & set(keras_bert_zoo.__all__), sorted(PLUMBING & set(keras_bert_zoo.__all__))
-    assert not set(DEPRECATED) & set(keras_bert_zoo.__all__)
 
 
 def test_every_name_in_all_imports():
@@ -78,27 +62,12 @@ def test_every_name_in_all_imports():
         assert namespace[name] is getattr(keras_bert_zoo, name), name
 
 
-@pytest.mark.parametrize("name", sorted(DEPRECATED))
-def test_each_deprecated_name_warns_with_its_new_home_and_is_the_same_object(name):
-    module, home = DEPRECATED[name]
-    expected = getattr(importlib.import_module(module), name)
-    with pytest.warns(DeprecationWarning, match=re.escape(f"keras_bert_zoo.{name} is deprecated")) as record:
-        obj = getattr(keras_bert_zoo, name)
-    where = home if "(" in home else f"{module}.{home}"
-    assert where in str(record[0].message)
-    assert obj is expected
-    assert record[0].filename == __file__  # the warning points at the caller's line
-    assert name not in dir(keras_bert_zoo)
-
-
 def test_subpackages_export_what_their_folder_holds_for_users():
     assert {"MLMMasker", "TokenClassifierPreprocessor"} <= set(keras_bert_zoo.text.__all__)
     assert keras_bert_zoo.text.MLMMasker is keras_bert_zoo.MLMMasker
     assert keras_bert_zoo.text.TokenClassifierPreprocessor is keras_bert_zoo.TokenClassifierPreprocessor
-    readers = {name for name, (module, _) in DEPRECATED.items() if module == "keras_bert_zoo.data"}
-    assert readers <= set(keras_bert_zoo.data.__all__)
-    scores = {name for name, (module, _) in DEPRECATED.items() if module == "keras_bert_zoo.metrics"}
-    assert scores == set(keras_bert_zoo.metrics.__all__)
+    assert {"read_glue", "read_squad", "read_conll", "write_pretraining_tfrecords"} <= set(keras_bert_zoo.data.__all__)
+    assert {"glue_metrics", "squad_v1_metrics", "tagging_metrics"} <= set(keras_bert_zoo.metrics.__all__)
     assert keras_bert_zoo.utils.precision.auto_precision is importlib.import_module(
         "keras_bert_zoo.utils.precision").auto_precision
     for package in ("data", "metrics", "text", "layers", "models", "presets", "weights", "training", "pretraining",
@@ -123,7 +92,7 @@ def test_dir_shows_no_import_plumbing():
 
 
 def test_dir_is_the_public_api_and_no_module_it_loaded():
-    """Submodules the import system binds as it loads them (`moved_modules`) and this package's
+    """Submodules the import system binds as it loads them and this package's
     helpers are no names a user types: `dir()` is `__all__` and the dunders."""
     names = set(dir(keras_bert_zoo))
     assert {n for n in names if not n.startswith("__")} == set(keras_bert_zoo.__all__), sorted(
@@ -192,28 +161,9 @@ def test_unknown_attribute_is_an_attribute_error():
         keras_bert_zoo.no_such_name
 
 
-def test_old_module_paths_warn_and_give_the_moved_module():
-    """A module path of before the re-house keeps working one release: same module, a warning."""
-    import importlib
-    import sys
-    import warnings
-
-    from keras_bert_zoo import moved_modules
-
-    for old, new in (("keras_bert_zoo.training.finetuning_run", "keras_bert_zoo.finetuning.run"),
-                     ("keras_bert_zoo.weights.loading", "keras_bert_zoo.presets.loading"),
-                     ("keras_bert_zoo.export_client", "keras_bert_zoo.serving.client")):
-        assert moved_modules.MOVED[old] == new
-        sys.modules.pop(old, None)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            module = importlib.import_module(old)
-        assert module is importlib.import_module(new)
-        assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught)
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        from keras_bert_zoo.training.finetuning_config import FinetuningConfig  # noqa: F401 (the old path)
-    import keras_bert_zoo
-
-    assert FinetuningConfig is keras_bert_zoo.FinetuningConfig
-    assert callable(keras_bert_zoo.export)  # the function, not the old module
+def test_names_and_module_paths_of_before_the_rehouse_are_gone():
+    """No release had them (0.1.0 is the first), so no shim keeps them: the new homes only."""
+    with pytest.raises(AttributeError, match="read_glue"):
+        keras_bert_zoo.read_glue
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("keras_bert_zoo.training.finetuning_run")

@@ -25,6 +25,8 @@ What this changes against the local pipeline (stated, not hidden):
 
 import re
 
+import tensorflow as tf
+
 SERVICE_PATTERN = re.compile(r"^(grpc://)?[^\s/:]+:\d+$")
 
 
@@ -71,8 +73,6 @@ def distribute(service, job_name=None, max_outstanding_requests=None):
                          f"Received: max_outstanding_requests={max_outstanding_requests!r}.")
 
     def apply(dataset):
-        import tensorflow as tf  # lazy: the address check needs no TensorFlow (start-up time)
-
         return dataset.apply(tf.data.experimental.service.distribute(
             processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=service,
             job_name=job_name, max_outstanding_requests=max_outstanding_requests))

@@ -16,6 +16,7 @@ import zlib
 
 import gensim
 from gensim.corpora.wikicorpus import extract_pages, filter_wiki
+from tqdm.auto import tqdm
 
 from keras_bert_zoo.data.sentences import split_sentences  # noqa: F401  (part of this module's API)
 
@@ -296,6 +297,4 @@ def prepare_wikipedia(
 def _progress_bar(path, enabled):
     if not enabled or not os.path.isfile(path):
         return None
-    from tqdm.auto import tqdm  # lazy: tqdm only for the optional progress bar (start-up time)
-
     return tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, desc="prepare corpus")

@@ -16,6 +16,8 @@ import logging
 import os
 import re
 
+import huggingface_hub
+
 from keras_bert_zoo.presets import download
 from keras_bert_zoo.utils import files
 
@@ -162,8 +164,7 @@ def refuse_incomplete(handle, repo_id, revision, folder, cache, listed, reason):
 def snapshot(handle):
     """Returns the local snapshot folder of `hf://org/name[@revision]`, downloading what it lacks
     unless offline (see the module doc)."""
-    import huggingface_hub  # lazy: only hf:// handles need the hub client (and httpx)
-    from huggingface_hub import constants, errors  # lazy: as above
+    from huggingface_hub import constants, errors  # lazy: only hf:// handles need the hub client's errors, which import httpx (start-up time)
 
     repo_id, revision = parse_handle(handle)
     cache, reason = cache_dir(constants), offline_reason()
@@ -205,8 +206,6 @@ def snapshot(handle):
 
 def repo_files(repo_id, commit, endpoint):
     """The repo's file names at `commit`, or None when the hub cannot say (unreachable)."""
-    import huggingface_hub  # lazy: as in `snapshot`
-
     try:
         return huggingface_hub.HfApi(endpoint=endpoint).list_repo_files(repo_id, revision=commit)
     except Exception as e:  # noqa: BLE001 (any failure only means the hub cannot say: the caller says so)

@@ -11,6 +11,8 @@ layout, before anything is read from it.
 import os
 import re
 
+import requests
+
 from keras_bert_zoo.presets import download, hf_hub, preset_format
 
 HF_SCHEME = hf_hub.SCHEME
@@ -130,7 +132,6 @@ def kaggle_folder(handle):
     `KERAS_BERT_ZOO_OFFLINE=1` only the cache is read.
     """
     import kagglehub  # lazy: only kaggle:// handles need kagglehub (and requests)
-    import requests  # lazy: as above (kagglehub's HTTP client, whose errors are told apart here)
     from kagglehub import cache, exceptions, handle as kaggle_handles  # lazy: as above
 
     slug, version = parse_kaggle_handle(handle)

@@ -8,6 +8,12 @@ import collections
 import os
 import warnings
 
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+from keras_bert_zoo.text import normalize as norm
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -143,8 +149,6 @@ def google_reserved_tokens(num_unused=99):
 
 def _text_batches(dataset_or_files, batch_size):
     """Yields batches of raw lines (bytes) from files, a list of strings or a dataset."""
-    import tensorflow as tf  # lazy: loading a vocabulary needs no TensorFlow, only learning one (start-up time)
-
     if isinstance(dataset_or_files, tf.data.Dataset):
         dataset = dataset_or_files
     elif isinstance(dataset_or_files, (str, os.PathLike)):
@@ -178,11 +182,6 @@ def count_words(dataset_or_files, lowercase=True, strip_accents=None, batch_size
     Returns:
         `collections.Counter` of str words.
     """
-    import tensorflow as tf  # lazy: loading a vocabulary needs no TensorFlow, only learning one (start-up time)
-    import tensorflow_text as tf_text  # lazy: loading a vocabulary needs no TensorFlow, only learning one (start-up time)
-
-    from keras_bert_zoo.text import normalize as norm  # lazy: imports TensorFlow; only learning a vocabulary needs it (start-up time)
-
     def split(lines):
         lines = norm.drop_invalid_utf8(lines)
         normalized = norm.normalize(lines, lowercase, strip_accents)
@@ -225,8 +224,6 @@ def _learn_with_tokenizers(counts, vocabulary_size, reserved, min_count):
 
 def _learn_with_tensorflow_text(counts, vocabulary_size, reserved, min_count):
     """tensorflow-text's WordPiece learner (pure Python; minutes for a few MB)."""
-    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner  # lazy: tensorflow-text's learner, only for this backend (start-up time)
-
     return learner.learn(
         counts.items(),
         vocab_size=vocabulary_size,

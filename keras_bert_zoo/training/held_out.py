@@ -5,6 +5,8 @@ import logging
 import time
 
 import keras
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
 
 logger = logging.getLogger("keras_bert_zoo.training")
 
@@ -95,8 +97,6 @@ class HeldOutEvaluation(keras.callbacks.Callback):
     def _write(self, record):
         if self._log_dir is None:
             return
-        import tensorflow as tf  # lazy: only TensorBoard logs need TensorFlow (start-up time on other backends)
-
         if self._writer is None:
             self._writer = tf.summary.create_file_writer(self._log_dir)
         with self._writer.as_default():
@@ -109,9 +109,6 @@ class HeldOutEvaluation(keras.callbacks.Callback):
 def write_scalar(tag, value, step):
     """A TensorBoard scalar through core TF only (`tf.summary.scalar` needs the
     `tensorboard` package installed just to write; viewing the logs still needs it)."""
-    import tensorflow as tf  # lazy: only TensorBoard logs need TensorFlow (start-up time on other backends)
-    from tensorflow.core.framework import summary_pb2  # lazy: only TensorBoard logs need TensorFlow (start-up time on other backends)
-
     metadata = summary_pb2.SummaryMetadata(
         plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
     return tf.summary.write(tag, tf.constant(value, tf.float32), step=step, metadata=metadata)

@@ -10,7 +10,10 @@ linearly to 0.
 import re
 
 import keras
+import tensorflow as tf
 from keras import ops
+
+from keras_bert_zoo.utils import keras_internals
 
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 
@@ -185,10 +188,8 @@ class BertAdamW(keras.optimizers.Optimizer):
         in v. The decay is taken from the weights before the step, first:
         w − lr·wd·w − lr·m/(√v + ε) is the original's w − lr·(m/(√v + ε) + wd·w).
         """
-        import tensorflow as tf  # lazy: only the TensorFlow backend runs this (start-up time elsewhere)
-
         var = variable.value if isinstance(variable, keras.Variable) else variable
-        index = self._get_variable_index(variable)
+        index = keras_internals.optimizer_variable_index(self, variable)
         m, v = (slots[index] for slots in (self._momentums, self._velocities))
         m, v = (s.value if isinstance(s, keras.Variable) else s for s in (m, v))
         dtype = var.dtype
@@ -213,7 +214,7 @@ class BertAdamW(keras.optimizers.Optimizer):
         dtype = variable.dtype
         lr = ops.cast(learning_rate, dtype)
         gradient = ops.cast(gradient, dtype)
-        index = self._get_variable_index(variable)
+        index = keras_internals.optimizer_variable_index(self, variable)
         m, v = self._momentums[index], self._velocities[index]
         self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
         self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))

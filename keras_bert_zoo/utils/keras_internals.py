@@ -128,6 +128,16 @@ def scale_loss_for_distribution(value):
     return scale(value)
 
 
+def optimizer_variable_index(optimizer, variable):
+    """The position of `variable` in `optimizer`'s per-variable slot lists (`BaseOptimizer._get_variable_index`).
+
+    The slots an optimizer's `build` makes with `add_optimizer_variables` are lists in
+    the order of its variables; an `update_step` written anew finds a variable's slots
+    by this index, as Keras' own optimizers do.
+    """
+    return _attribute(optimizer, "_get_variable_index", "BaseOptimizer._get_variable_index")(variable)
+
+
 def in_multi_worker_mode(strategy):
     """Whether `strategy` spans several workers (TF's `extended._in_multi_worker_mode()`)."""
     method = _attribute(strategy.extended, "_in_multi_worker_mode", "tf.distribute StrategyExtended._in_multi_worker_mode")

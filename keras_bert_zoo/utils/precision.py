@@ -15,6 +15,9 @@ models built without `dtype` while the global policy is float32 take it.
 
 import os
 
+import keras
+import tensorflow as tf
+
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 AUTO = "auto"
 ENV = "KERAS_BERT_ZOO_PRECISION"
@@ -61,12 +64,8 @@ def _cpu_has_any(wanted, flags):
 
 def has_accelerator():
     """Whether a GPU or TPU runs the backend's computations (asked of the backend's own framework)."""
-    import keras  # lazy: reading the precision setting needs no Keras (start-up time)
-
     backend = keras.backend.backend()
     if backend == "tensorflow":
-        import tensorflow as tf  # lazy: the backend's own framework only (start-up time)
-
         # Physical, not logical devices: listing logical ones initialises the runtime, after
         # which a MultiWorkerMirroredStrategy can no longer configure its collectives.
         return bool(tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"))
@@ -126,8 +125,6 @@ def default_policy():
     (`keras.config.set_dtype_policy`), else `KERAS_BERT_ZOO_PRECISION` where set, else
     float32. Never a policy picked for the machine: that is `dtype="auto"`'s opt-in.
     """
-    import keras  # lazy: reading the precision setting needs no Keras (start-up time)
-
     policy = keras.config.dtype_policy()
     if policy.name != "float32":
         return policy

@@ -3,12 +3,12 @@
 import importlib.metadata
 import platform
 
+import keras
+import tensorflow as tf
+
 
 def package_versions():
     """`{"keras_bert_zoo", "tensorflow", "keras", "python"}` versions of this process."""
-    import keras  # lazy: the versions of the frameworks this process already imported (start-up time)
-    import tensorflow as tf  # lazy: as above
-
     try:
         ours = importlib.metadata.version("keras_bert_zoo")
     except importlib.metadata.PackageNotFoundError:

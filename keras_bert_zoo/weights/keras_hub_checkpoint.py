@@ -16,6 +16,7 @@ per head (`EinsumDense`, `[hidden, heads, head_size]`); canonical ones are `[hid
 import os
 import re
 
+import h5py
 import numpy as np
 
 from keras_bert_zoo.utils import files
@@ -156,8 +157,6 @@ def _layer_name(group, parent_path, task_file):
 
 def read_h5_variables(path):
     """`{keras-hub variable path: array}` of the model's layers in a Keras `.weights.h5` file."""
-    import h5py  # lazy: a keras-hub preset is the only thing read with h5py (start-up time)
-
     out = {}
     task_file = os.path.basename(path) == TASK_WEIGHTS_FILE
 

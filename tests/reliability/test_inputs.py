@@ -76,7 +76,7 @@ def test_f07_a_kaggle_handle_never_leads_out_of_kagglehubs_cache(tmp_path, monke
     """Was: `kaggle://../../../escape/1` loaded a model from outside kagglehub's cache."""
     from keras_bert_zoo import BertBackbone
     from keras_bert_zoo.presets import download
-    from tests.weights.test_hub_handles import kaggle_cache
+    from tests.presets.test_hub_handles import kaggle_cache
 
     cache = tmp_path / "a" / "cache"
     monkeypatch.setenv("KAGGLEHUB_CACHE", str(cache))

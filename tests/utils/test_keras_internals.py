@@ -60,6 +60,8 @@ def test_every_internal_works_on_this_keras_and_tensorflow(tmp_path):
     x, y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
     ki.symbolic_build(model, (x, y))
     assert model.optimizer.built and "mae" in [m.name for m in model.metrics[-1].metrics]
+    kernel, bias = model.trainable_variables
+    assert (ki.optimizer_variable_index(model.optimizer, kernel), ki.optimizer_variable_index(model.optimizer, bias)) == (0, 1)
     ki.skip_fit_metric_build(model)
     assert model._maybe_symbolic_build(iterator=None) is None
     model.fit(x, y, epochs=1, verbose=0)
@@ -82,6 +84,7 @@ def test_a_changed_internal_fails_loudly_naming_it_and_the_versions(monkeypatch)
     assert "_symbolic_build" in _assert_loud(lambda: ki.symbolic_build(object(), None))
     assert "_maybe_symbolic_build" in _assert_loud(lambda: ki.skip_fit_metric_build(object()))
     assert "_iterators" in _assert_loud(lambda: ki.per_replica_iterators(iter([1]), 1))
+    assert "_get_variable_index" in _assert_loud(lambda: ki.optimizer_variable_index(object(), None))
 
     class Extended:
         def _in_multi_worker_mode(self):

@@ -1,11 +1,3 @@
 """Every weights test gets its own empty cache directory (never ~/.cache) and is online."""
 
-import pytest
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    cache = tmp_path / "kbz_cache"
-    monkeypatch.setenv("KERAS_BERT_ZOO_CACHE", str(cache))
-    monkeypatch.delenv("KERAS_BERT_ZOO_OFFLINE", raising=False)
-    return cache
+from tests.presets.conftest import _isolated_cache  # noqa: F401  (autouse)

@@ -11,6 +11,7 @@ import pytest
 from keras_bert_zoo import BertBackbone, BertClassifier, BertPreprocessor, BertTokenClassifier
 from keras_bert_zoo.presets import sources
 from tests.weights import weights_testlib as lib
+from tests.presets.conftest import _isolated_cache  # noqa: F401  (autouse: an empty cache, as in tests/presets/)
 
 keras_hub = pytest.importorskip("keras_hub", reason="keras-hub presets are written by keras-hub (the bench extra)")
 from keras_bert_zoo.serving.keras_hub_preset import save_keras_hub_preset  # noqa: E402

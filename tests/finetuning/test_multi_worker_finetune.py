@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.tools.test_finetune import _sst2, _tiny_preset
-from tests.training.test_multi_worker import _free_ports
+from tests.training.test_multi_worker_resume import _free_ports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

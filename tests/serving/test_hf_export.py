@@ -12,6 +12,7 @@ import pytest
 from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 from keras_bert_zoo.serving.hf_checkpoint import save_hf_checkpoint
 from tests.models.test_bert_span_extractor import _data, _preset
+from tests.presets.conftest import _isolated_cache  # noqa: F401  (autouse: an empty cache, as in tests/presets/)
 
 QUESTIONS, CONTEXTS, _ = _data()
 

@@ -352,7 +352,7 @@ def test_kaggle_handle_resolves_to_its_cached_folder(kaggle_env):
 ])
 def test_kaggle_keras_hub_preset_is_told_from_hf_by_its_config(kaggle_env, config):
     """A keras-hub preset's config.json would pass for HF's by name: its content tells it apart
-    (reading one is tests/weights/test_keras_hub_presets.py's)."""
+    (reading one is tests/serving/test_keras_hub_presets.py's)."""
     folder = kaggle_cache(kaggle_env, "keras/bert/keras/bert_tiny_en_uncased", 2, files={
         "config.json": json.dumps(config), "model.weights.h5": "h5", "metadata.json": "{}",
         "tokenizer.json": "{}", "assets/tokenizer/vocabulary.txt": "[PAD]\n"})

@@ -11,7 +11,7 @@ import pytest
 from keras_bert_zoo.models.bert_classifier import BertClassifier
 from keras_bert_zoo.presets import hf_tokenizer, loading, sources
 
-FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "hf_tiny_gelu")
+FIXTURE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "weights", "fixtures", "hf_tiny_gelu")
 SENTENCES = ["Hello, World!", "the quick brown fox", "unknown wordsxyz"]
 
 

@@ -14,6 +14,7 @@ import pytest
 from keras_bert_zoo.presets import download, loading
 from keras_bert_zoo.weights import safetensors_checkpoint
 from tests.weights import weights_testlib as lib
+from tests.presets.conftest import _isolated_cache  # noqa: F401  (autouse: an empty cache, as in tests/presets/)
 from tools import convert_checkpoint
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
