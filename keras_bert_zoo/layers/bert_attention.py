@@ -171,6 +171,6 @@ def map_rows(function, rows, hidden_dim, dtype):
     copy of the per-sequence attention in every layer's graph."""
     if keras.backend.backend() != "tensorflow":
         return ops.map(function, rows)
-    import tensorflow as tf  # lazy: only the TensorFlow backend needs it (start-up time elsewhere)
+    import tensorflow as tf  # lazy: layers/ imports no framework but Keras at module level (they run on JAX and PyTorch)
 
     return tf.map_fn(function, rows, fn_output_signature=tf.TensorSpec([None, hidden_dim], dtype))

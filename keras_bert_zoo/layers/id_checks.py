@@ -28,7 +28,7 @@ def _concrete(ids):
     """`ids` as a NumPy array if its values exist now (an eager call), else None."""
     backend = keras.backend.backend()
     if backend == "tensorflow":
-        import tensorflow as tf  # lazy: the backend's own framework only (start-up time)
+        import tensorflow as tf  # lazy: layers/ imports no framework but Keras at module level (they run on JAX and PyTorch)
 
         return ids.numpy() if tf.executing_eagerly() and hasattr(ids, "numpy") else None
     if backend == "jax":
@@ -72,7 +72,7 @@ def check_id_range(ids, size, name, size_name, fix):
         return ids
     if keras.backend.backend() != "tensorflow":
         return ids
-    import tensorflow as tf  # lazy: only the TensorFlow backend runs this (start-up time elsewhere)
+    import tensorflow as tf  # lazy: layers/ imports no framework but Keras at module level (they run on JAX and PyTorch)
 
     smallest, largest = ops.min(ids), ops.max(ids)
     in_range = ops.logical_and(smallest >= 0, largest < size)
