@@ -51,9 +51,12 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputC
     backbone; `save(path, include_optimizer=False)` writes a `.keras` file without the
     optimizer's state (`save_to_preset` is the smaller, shareable format).
 
-    Subclasses build a functional model in `__init__` (inputs: the backbone's), store
-    `backbone`, `preprocessor` and their arguments, and define `default_loss()`,
-    `default_metrics()`, `head_variables()` and `postprocess()`.
+    Subclasses' `__init__` reads in keras-hub's order: set `backbone`, `preprocessor`, the head's
+    layers and the task's arguments, build the functional model on `packed_inputs(backbone)`, and
+    call `super().__init__(inputs=inputs, outputs=outputs, **kwargs)` last: `Task.__init__` gives the
+    task the backbone's precision, settles the encoder's paths and compiles. They define
+    `default_loss()`, `default_metrics()`, `head_variables()` and `postprocess()` (which answers
+    through `answers_as_numpy`).
     """
 
     backbone_cls = BertBackbone
@@ -67,6 +70,14 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputC
     # where neither its outputs nor its loss read a padded position, "inference" where only its loss
     # does, "never" where its outputs do.
     skippable_padding = "inference"
+
+    def __init__(self, inputs, outputs, **kwargs):
+        kwargs.pop("dtype", None)  # a functional model drops it: the task computes in its backbone's policy
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # `compile()` reads the model's policy to add loss scaling under mixed_float16.
+        self.dtype_policy = self.backbone.dtype_policy
+        self.settle_skip_padding()  # before `compile`, which refuses XLA for a skipping encoder
+        self.compile()
 
     def padding_to_skip(self):
         """How much padding this task lets its encoder skip: `skippable_padding`."""

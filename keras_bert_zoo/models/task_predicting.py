@@ -2,8 +2,6 @@
 answers in input order) or packed ids, in the model's or a per-call precision; and
 `postprocess` answers as NumPy values when called eagerly."""
 
-import functools
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -31,27 +29,9 @@ def answers_as_numpy(answers):
     return keras.tree.map_structure(convert, answers)
 
 
-def numpy_answers(postprocess):
-    """Wraps a `Task` subclass's `postprocess` with `answers_as_numpy`."""
-
-    @functools.wraps(postprocess)
-    def answer(self, outputs):
-        return answers_as_numpy(postprocess(self, outputs))
-
-    answer.answers_numpy = True
-    return answer
-
-
 class TaskPredicting:
     """Mixin of `Task` (before `keras.Model` in its bases): needs `self.preprocessor` and
-    `RawTextInputs`' `_prepare` / `_pipeline_cache`. Every subclass's `postprocess` answers
-    NumPy values when called eagerly (`numpy_answers`)."""
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        postprocess = cls.__dict__.get("postprocess")
-        if postprocess is not None and not getattr(postprocess, "answers_numpy", False):
-            cls.postprocess = numpy_answers(postprocess)
+    `RawTextInputs`' `_prepare` / `_pipeline_cache`."""
 
     def predict_step(self, data):
         # Float outputs leave the step as float32: a MultiWorkerMirroredStrategy gathers them with
