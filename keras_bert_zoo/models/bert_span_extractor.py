@@ -9,7 +9,7 @@ from keras_bert_zoo.metrics import squad_dev
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models import window_batches
 from keras_bert_zoo.models.task import Task
-from keras_bert_zoo.models.task_predicting import answers_as_numpy
+from keras_bert_zoo.models.task_predict import answers_as_numpy
 from keras_bert_zoo.models.task_inputs import packed_inputs
 from keras_bert_zoo.text.span_decoder import DECODER_SETTINGS, WINDOW_FIELDS, SpanDecoder
 from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor, as_pairs
