@@ -8,13 +8,15 @@ from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.metrics import squad_dev
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models import window_batches
+from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.task import Task
 from keras_bert_zoo.models.task_predict import answers_as_numpy
 from keras_bert_zoo.models.task_inputs import packed_inputs
 from keras_bert_zoo.text.span_decoder import DECODER_SETTINGS, WINDOW_FIELDS, SpanDecoder
 from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor, as_pairs
 
-ANSWER_KEYS = ("answer_text", "answer_start", "answer_end", "score", "null_score", "score_diff")
+# `postprocess`'s answers (the decoder's keys), under `models/answer_names.py`'s names, as the export's.
+ANSWER_KEYS = (names.ANSWER_TEXT, names.ANSWER_START, names.ANSWER_END, names.SCORE, names.NULL_SCORE, names.SCORE_DIFF)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
