@@ -81,6 +81,14 @@ class Task(TaskCompiling, TaskSummary, RawTextInputs, TaskInputChecks, TaskCard,
         self.settle_skip_padding()  # before `compile`, which refuses XLA for a skipping encoder
         self.compile()
 
+    def __setattr__(self, name, value):
+        # On torch a layer is a `torch.nn.Module`, which takes no module attribute before its
+        # `__init__`; subclasses set theirs before `super().__init__` (keras-hub's order), so until
+        # then they are plain attributes (the functional graph tracks the layers), as in keras-hub's `Task`.
+        if keras.backend.backend() == "torch" and "_modules" not in self.__dict__:
+            return object.__setattr__(self, name, value)
+        return super().__setattr__(name, value)
+
     def padding_to_skip(self):
         """How much padding this task lets its encoder skip: `skippable_padding`."""
         return self.skippable_padding
