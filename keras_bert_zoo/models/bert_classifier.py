@@ -9,6 +9,8 @@ from keras_bert_zoo.layers.masked_mean_pooling import MaskedMeanPooling
 from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.classifier_head import ClassifierHead
 from keras_bert_zoo.models.task import Task
+from keras_bert_zoo.models.task_predict import answers_as_numpy
+from keras_bert_zoo.models.task_inputs import packed_inputs
 
 
 POOLINGS = ("pooled_output", "mean")
@@ -82,15 +84,19 @@ class BertClassifier(ClassifierHead, Task):
         _check_arguments(num_classes, labels, dropout, pooling)
         # === Layers ===
         policy = backbone.dtype_policy
-        output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
-        output_dense = keras.layers.Dense(
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
+        self.output_dense = keras.layers.Dense(
             num_classes, kernel_initializer=bert_initializer(), dtype=policy, name="logits"
         )
+        # === Config ===
+        self.num_classes = num_classes
+        self.labels = None if labels is None else list(labels)
+        self.dropout = dropout
+        self.pooling = pooling
         # === Functional model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
+        inputs = packed_inputs(backbone)
         backbone_outputs = backbone(dict(inputs))
         pooled = backbone_outputs["pooled_output"]  # (batch, hidden)
         if pooling == "mean":
@@ -99,20 +105,8 @@ class BertClassifier(ClassifierHead, Task):
             # Outside this model's computation: frozen, so no optimizer slots and no "gradients do
             # not exist" warning; its weights are still saved with the backbone.
             backbone.get_layer("pooled_dense").trainable = False
-        outputs = output_dense(output_dropout(pooled))  # (batch, num_classes)
-        kwargs.pop("dtype", None)
+        outputs = self.output_dense(self.output_dropout(pooled))  # (batch, num_classes)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = policy
-        # === Config ===
-        self.backbone = backbone
-        self.preprocessor = preprocessor
-        self.num_classes = num_classes
-        self.labels = None if labels is None else list(labels)
-        self.dropout = dropout
-        self.pooling = pooling
-        # === Head ===
-        self.output_dropout = output_dropout
-        self.output_dense = output_dense
 
     def default_loss(self):
         if self.num_classes == 1:
@@ -140,7 +134,7 @@ class BertClassifier(ClassifierHead, Task):
         elif self.labels is not None:
             # Strings are no Keras tensor type; serving graphs are TensorFlow.
             result[names.LABEL] = tf.gather(tf.constant(self.labels), label_id)
-        return result
+        return answers_as_numpy(result)
 
     def get_config(self):
         config = super().get_config()

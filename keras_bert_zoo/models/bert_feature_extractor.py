@@ -100,16 +100,15 @@ class BertFeatureExtractor(BertTokenClassifier):
             raise ValueError(f"`feature` must be one of {sorted(FEATURES)}. Received: feature={feature!r}.")
         if not isinstance(lstm_units, int) or isinstance(lstm_units, bool) or lstm_units < 1:
             raise ValueError(f"`lstm_units` must be a positive int. Received: lstm_units={lstm_units!r}.")
-        # Read by `_head`, which runs inside the parent's __init__ (before Keras tracking exists).
-        object.__setattr__(self, "_feature_args", (feature, lstm_units))
-        super().__init__(backbone, num_classes, preprocessor=preprocessor, labels=labels, dropout=dropout, **kwargs)
-        backbone.trainable = False
+        # === Config === (read by `_head`)
         self.feature = feature
         self.lstm_units = lstm_units
+        backbone.trainable = False
+        super().__init__(backbone, num_classes, preprocessor=preprocessor, labels=labels, dropout=dropout, **kwargs)
 
     def _head(self, backbone, inputs, num_classes, dropout, policy):
         """Frozen features -> `feature_model`; features + mask -> `tagger` (BiLSTM x2 + dense)."""
-        feature, lstm_units = self._feature_args
+        feature, lstm_units = self.feature, self.lstm_units
         indices, combination = FEATURES[feature][0](backbone.num_layers), FEATURES[feature][1]
         encoder_outputs = InferenceCall(backbone, name="frozen_backbone")(dict(inputs))["encoder_outputs"]
         chosen = [encoder_outputs[i] for i in indices]

@@ -5,6 +5,8 @@ import keras
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.task import Task
+from keras_bert_zoo.models.task_predict import answers_as_numpy
+from keras_bert_zoo.models.task_inputs import packed_inputs
 from keras_bert_zoo.text.multiple_choice_preprocessor import MultipleChoicePreprocessor
 
 
@@ -78,29 +80,21 @@ class BertMultipleChoice(Task):
             raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={dropout!r}.")
         # === Layers ===
         policy = backbone.dtype_policy
-        fold = _FoldChoices(name="fold_choices")
-        output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
-        output_dense = keras.layers.Dense(1, kernel_initializer=bert_initializer(), dtype=policy, name="scores")
-        unfold = _UnfoldChoices(num_choices, name="unfold_choices")
-        # === Functional model ===
-        inputs = {
-            name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
-        folded = {name: fold(value) for name, value in inputs.items()}  # (batch * choices, seq)
-        pooled = backbone(folded)["pooled_output"]  # (batch * choices, hidden)
-        outputs = unfold(output_dense(output_dropout(pooled)))  # (batch, choices)
-        kwargs.pop("dtype", None)
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = policy
-        # === Config ===
         self.backbone = backbone
         self.preprocessor = preprocessor
+        fold = _FoldChoices(name="fold_choices")
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
+        self.output_dense = keras.layers.Dense(1, kernel_initializer=bert_initializer(), dtype=policy, name="scores")
+        unfold = _UnfoldChoices(num_choices, name="unfold_choices")
+        # === Config ===
         self.num_choices = num_choices
         self.dropout = dropout
-        # === Head ===
-        self.output_dropout = output_dropout
-        self.output_dense = output_dense
+        # === Functional model ===
+        inputs = packed_inputs(backbone, num_choices)
+        folded = {name: fold(value) for name, value in inputs.items()}  # (batch * choices, seq)
+        pooled = backbone(folded)["pooled_output"]  # (batch * choices, hidden)
+        outputs = unfold(self.output_dense(self.output_dropout(pooled)))  # (batch, choices)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -116,8 +110,8 @@ class BertMultipleChoice(Task):
     def postprocess(self, outputs):
         """Scores → `choice` (the best ending) and `probabilities` over the choices."""
         scores = keras.ops.cast(outputs, "float32")
-        return {names.CHOICE: keras.ops.argmax(scores, axis=-1),
-                names.PROBABILITIES: keras.ops.softmax(scores, axis=-1)}
+        return answers_as_numpy({names.CHOICE: keras.ops.argmax(scores, axis=-1),
+                                 names.PROBABILITIES: keras.ops.softmax(scores, axis=-1)})
 
     def get_config(self):
         config = super().get_config()

@@ -7,6 +7,7 @@ from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.layers.masked_lm_head import MaskedLMHead
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.task import Task
+from keras_bert_zoo.models.task_inputs import packed_inputs
 from keras_bert_zoo.presets import loading
 from keras_bert_zoo.presets.preset import open as open_preset
 from keras_bert_zoo.presets.task import save_task_preset
@@ -104,49 +105,42 @@ class BertPretrainer(Task):
 
     def __init__(self, backbone, nsp=True, objective="mlm", preprocessor=None, **kwargs):
         _check_arguments(backbone, nsp, objective)
-        # A functional model drops its `dtype` argument; the backbone's layers keep theirs.
+        # The backbone's layers keep their policy (a functional model drops its `dtype` argument).
         policy = getattr(backbone, "embeddings", backbone).dtype_policy
-        mlm_head = MaskedLMHead(
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.mlm_head = MaskedLMHead(
             backbone.token_embedding, activation=backbone.activation, dtype=policy, name="mlm_head"
         )
-        nsp_head = None
+        self.nsp_head = None
         if nsp:
-            nsp_head = keras.layers.Dense(
+            self.nsp_head = keras.layers.Dense(
                 2, kernel_initializer=bert_initializer(), dtype=policy, name="nsp_head"
             )
-        # === Functional model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
-        backbone_outputs = backbone(dict(inputs))
-        outputs = {}
-        if objective == "mlm":
-            positions = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
-            inputs["mask_positions"] = positions
-            outputs["mlm_logits"] = mlm_head(backbone_outputs["sequence_output"], positions)
-        else:
-            outputs["lm_logits"] = mlm_head(backbone_outputs["sequence_output"])
-        if nsp:
-            outputs["nsp_logits"] = nsp_head(backbone_outputs["pooled_output"])
-        kwargs.pop("dtype", None)
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        # `compile()` reads the model's policy to add loss scaling under mixed_float16.
-        self.dtype_policy = policy
         # === Config ===
-        self.backbone = backbone
         self.nsp = bool(nsp)
         self.objective = objective
-        self.preprocessor = preprocessor
-        # === Heads and metrics ===
-        self.mlm_head = mlm_head
-        self.nsp_head = nsp_head
+        # === Metrics ===
         prefix = "mlm" if objective == "mlm" else "lm"
         self.lm_loss_tracker = keras.metrics.Mean(name=f"{prefix}_loss")
         self.lm_accuracy = keras.metrics.SparseCategoricalAccuracy(name=f"{prefix}_accuracy")
         if nsp:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+        # === Functional model ===
+        inputs = packed_inputs(backbone)
+        backbone_outputs = backbone(dict(inputs))
+        outputs = {}
+        if objective == "mlm":
+            positions = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
+            inputs["mask_positions"] = positions
+            outputs["mlm_logits"] = self.mlm_head(backbone_outputs["sequence_output"], positions)
+        else:
+            outputs["lm_logits"] = self.mlm_head(backbone_outputs["sequence_output"])
+        if nsp:
+            outputs["nsp_logits"] = self.nsp_head(backbone_outputs["pooled_output"])
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def head_variables(self):
         """The MLM head's (`cls/predictions/*`) and the NSP head's (`cls/seq_relationship/*`) variables."""

@@ -8,11 +8,15 @@ from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.metrics import squad_dev
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models import window_batches
+from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.task import Task
+from keras_bert_zoo.models.task_predict import answers_as_numpy
+from keras_bert_zoo.models.task_inputs import packed_inputs
 from keras_bert_zoo.text.span_decoder import DECODER_SETTINGS, WINDOW_FIELDS, SpanDecoder
 from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor, as_pairs
 
-ANSWER_KEYS = ("answer_text", "answer_start", "answer_end", "score", "null_score", "score_diff")
+# `postprocess`'s answers (the decoder's keys), under `models/answer_names.py`'s names, as the export's.
+ANSWER_KEYS = (names.ANSWER_TEXT, names.ANSWER_START, names.ANSWER_END, names.SCORE, names.NULL_SCORE, names.SCORE_DIFF)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
@@ -94,32 +98,26 @@ class BertSpanExtractor(Task):
             )
         # === Layers ===
         policy = backbone.dtype_policy
-        span_dense = keras.layers.Dense(2, kernel_initializer=bert_initializer(), dtype=policy, name="span_logits")
-        # === Functional model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
-        sequence = backbone(dict(inputs))["sequence_output"]  # (windows, seq, hidden)
-        logits = keras.ops.cast(span_dense(sequence), "float32")  # (windows, seq, 2)
-        outputs = [logits[:, :, 0], logits[:, :, 1]]  # start, end: (windows, seq) each
-        kwargs.pop("dtype", None)
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = policy
-        # === Config ===
         self.backbone = backbone
         self.preprocessor = preprocessor
+        self.span_dense = keras.layers.Dense(2, kernel_initializer=bert_initializer(), dtype=policy,
+                                             name="span_logits")
+        # === Config ===
         self.n_best_size = n_best_size
         self.max_answer_length = max_answer_length
         self.null_score_diff_threshold = decoder.null_score_diff_threshold
         self.rules = rules
-        # === Head ===
-        self.span_dense = span_dense
         # No output reads `pooled_output`, so the pooler gets no gradient: frozen, it is out of
         # the trained set (else Keras warns "Gradients do not exist for variables [pooled_dense ...]"
         # at every fit, and the optimizer keeps slots for it). Its weights stay in the backbone,
         # loaded and saved with it (presets, Google and HF checkpoints).
         backbone.pooled_dense.trainable = False
+        # === Functional model ===
+        inputs = packed_inputs(backbone)
+        sequence = backbone(dict(inputs))["sequence_output"]  # (windows, seq, hidden)
+        logits = keras.ops.cast(self.span_dense(sequence), "float32")  # (windows, seq, 2)
+        outputs = [logits[:, :, 0], logits[:, :, 1]]  # start, end: (windows, seq) each
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """`Task.compile`; the `"auto"` loss is (start CE + end CE) / 2."""
@@ -173,7 +171,8 @@ class BertSpanExtractor(Task):
             `score`, `null_score`, `score_diff` per question.
         """
         windows = {key: outputs[key] for key in WINDOW_FIELDS}
-        return self.decoder()(outputs["start_logits"], outputs["end_logits"], windows, outputs["contexts"])
+        return answers_as_numpy(
+            self.decoder()(outputs["start_logits"], outputs["end_logits"], windows, outputs["contexts"]))
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Answers raw `(questions, contexts)`; packed window ids give the logits.

@@ -10,6 +10,8 @@ from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.classifier_head import ClassifierHead
 from keras_bert_zoo.models.task import Task
+from keras_bert_zoo.models.task_predict import answers_as_numpy
+from keras_bert_zoo.models.task_inputs import packed_inputs
 from keras_bert_zoo.text.token_classifier_preprocessor import TokenClassifierPreprocessor
 
 PACKED_KEYS = ("token_ids", "segment_ids", "padding_mask")
@@ -62,27 +64,24 @@ class BertTokenClassifier(ClassifierHead, Task):
             raise ValueError(f"`labels` must be {num_classes} strings, one per class. Received: labels={labels!r}.")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={dropout!r}.")
-        # === Functional model ===
-        policy = backbone.dtype_policy
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in PACKED_KEYS}
-        outputs, head = self._head(backbone, inputs, num_classes, dropout, policy)
-        kwargs.pop("dtype", None)
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = policy
-        # === Config ===
+        # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
+        # === Config ===
         self.num_classes = num_classes
         self.labels = None if labels is None else list(labels)
         self.dropout = dropout
-        # === Head ===
-        for name, layer in head.items():
-            setattr(self, name, layer)
         # No output reads `pooled_output`, so the pooler gets no gradient: frozen, it is out of
         # the trained set (else Keras warns "Gradients do not exist for variables [pooled_dense ...]"
         # at every fit, and the optimizer keeps slots for it). Its weights stay in the backbone,
         # loaded and saved with it (presets, Google and HF checkpoints).
         backbone.pooled_dense.trainable = False
+        # === Functional model ===
+        inputs = packed_inputs(backbone)
+        outputs, head = self._head(backbone, inputs, num_classes, dropout, backbone.dtype_policy)
+        for name, layer in head.items():  # the head's layers
+            setattr(self, name, layer)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def _head(self, backbone, inputs, num_classes, dropout, policy):
         """Packed inputs -> (logits, {attribute: head layer}); subclasses change the head here."""
@@ -105,8 +104,8 @@ class BertTokenClassifier(ClassifierHead, Task):
     def postprocess(self, outputs):
         """Logits -> `label_id` and `probabilities` per position."""
         logits = keras.ops.cast(outputs, "float32")
-        return {names.LABEL_ID: keras.ops.argmax(logits, axis=-1),
-                names.PROBABILITIES: keras.ops.softmax(logits, axis=-1)}
+        return answers_as_numpy({names.LABEL_ID: keras.ops.argmax(logits, axis=-1),
+                                 names.PROBABILITIES: keras.ops.softmax(logits, axis=-1)})
 
     # === Raw text ===
     def _raw(self, x):

@@ -3,18 +3,20 @@
 import functools
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_zoo.layers.real_tokens import skips_more
 from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models import task_predict
 from keras_bert_zoo.models.bert_backbone import BertBackbone
+from keras_bert_zoo.models.predict_precision import predicting_in
 from keras_bert_zoo.presets.class_presets import ClassPresets
 from keras_bert_zoo.presets.task import (
     keras_config, save_task_preset, task_from_keras_config, task_from_preset)
 from keras_bert_zoo.models.task_card import TaskCard
 from keras_bert_zoo.models.task_compiling import DEFAULT_LEARNING_RATE, DEFAULT_WARMUP_RATIO, TaskCompiling
 from keras_bert_zoo.models.task_input_checks import TaskInputChecks
-from keras_bert_zoo.models.task_predicting import TaskPredicting
 from keras_bert_zoo.models.task_raw_text import RawTextInputs
 from keras_bert_zoo.models.task_summary import TaskSummary
 from keras_bert_zoo.text.bert_preprocessor import BertPreprocessor
@@ -24,7 +26,7 @@ from keras_bert_zoo.utils import keras_internals, quantization
 from keras_bert_zoo.utils.precision import has_accelerator, model_precision_line
 
 
-class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputChecks, TaskCard, keras.Model):
+class Task(TaskCompiling, TaskSummary, RawTextInputs, TaskInputChecks, TaskCard, keras.Model):
     """A backbone plus a task head that owns its loss, metrics, default `compile()` and presets.
 
     `fit`, `evaluate` and `predict` take raw text: a list or NumPy array of strings,
@@ -51,9 +53,12 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputC
     backbone; `save(path, include_optimizer=False)` writes a `.keras` file without the
     optimizer's state (`save_to_preset` is the smaller, shareable format).
 
-    Subclasses build a functional model in `__init__` (inputs: the backbone's), store
-    `backbone`, `preprocessor` and their arguments, and define `default_loss()`,
-    `default_metrics()`, `head_variables()` and `postprocess()`.
+    Subclasses' `__init__` reads in keras-hub's order: set `backbone`, `preprocessor`, the head's
+    layers and the task's arguments, build the functional model on `packed_inputs(backbone)`, and
+    call `super().__init__(inputs=inputs, outputs=outputs, **kwargs)` last: `Task.__init__` gives the
+    task the backbone's precision, settles the encoder's paths and compiles. They define
+    `default_loss()`, `default_metrics()`, `head_variables()` and `postprocess()` (which answers
+    through `answers_as_numpy`).
     """
 
     backbone_cls = BertBackbone
@@ -67,6 +72,22 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputC
     # where neither its outputs nor its loss read a padded position, "inference" where only its loss
     # does, "never" where its outputs do.
     skippable_padding = "inference"
+
+    def __init__(self, inputs, outputs, **kwargs):
+        kwargs.pop("dtype", None)  # a functional model drops it: the task computes in its backbone's policy
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # `compile()` reads the model's policy to add loss scaling under mixed_float16.
+        self.dtype_policy = self.backbone.dtype_policy
+        self.settle_skip_padding()  # before `compile`, which refuses XLA for a skipping encoder
+        self.compile()
+
+    def __setattr__(self, name, value):
+        # On torch a layer is a `torch.nn.Module`, which takes no module attribute before its
+        # `__init__`; subclasses set theirs before `super().__init__` (keras-hub's order), so until
+        # then they are plain attributes (the functional graph tracks the layers), as in keras-hub's `Task`.
+        if keras.backend.backend() == "torch" and "_modules" not in self.__dict__:
+            return object.__setattr__(self, name, value)
+        return super().__setattr__(name, value)
 
     def padding_to_skip(self):
         """How much padding this task lets its encoder skip: `skippable_padding`."""
@@ -215,6 +236,45 @@ class Task(TaskCompiling, TaskSummary, TaskPredicting, RawTextInputs, TaskInputC
         if prepared is not None:
             x, y, sample_weight, batch_size = prepared[0], None, None, None
         return super().evaluate(x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+
+    # === Predict: on raw text (length-sorted batches, answers in input order) or packed ids, in the
+    # model's or a per-call precision ===
+    def predict_step(self, data):
+        # Float outputs leave the step as float32: a MultiWorkerMirroredStrategy gathers them with
+        # collective ops that take no bfloat16 (a bf16 model's predict failed there), and users get
+        # float32 from `predict` whatever the policy.
+        return task_predict.widen_in_graph(super().predict_step(data))
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, precision=None):
+        """`keras.Model.predict` on raw text (sorted by length, returned in input order) or ids.
+
+        One example (a string, or a tuple of strings such as one pair) is a batch of one.
+
+        `precision`: None (the model's own policy, float32 unless the user asked otherwise: no
+        switch), `"auto"` (`utils.precision.auto_precision()`: mixed_bfloat16 where bf16 is
+        native) or a policy name, for this call only; the
+        model's policy is untouched for training (`models/predict_precision.py`). Float
+        outputs are float32 whatever the policy.
+        """
+        self.checked_inputs(x, call="predict")
+        with predicting_in(self, precision):
+            return task_predict.as_float32(self._predict(x, batch_size, verbose, steps, callbacks))
+
+    def _predict(self, x, batch_size, verbose, steps, callbacks):
+        if (self.preprocessor is not None and steps is None and not callbacks and not isinstance(x, tf.data.Dataset)
+                and not inputs_lib.is_packed(x) and x is not None):
+            columns = inputs_lib.as_columns(x)
+            if inputs_lib.num_rows(columns) and all(c.dtype.kind in "USO" for c in keras.tree.flatten(columns)):
+                prepare, count = self._pipeline_cache()
+                return task_predict.predict_sorted(self, columns, prepare, count, batch_size, verbose)
+        prepared = self._prepare(x, batch_size=batch_size, sort=True)
+        if prepared is None:
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+        dataset, order = prepared
+        outputs = super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
+        if order is None:
+            order = np.arange(len(keras.tree.flatten(outputs)[0]))
+        return task_predict.restore_order(outputs, order)
 
     # === Quantisation ===
     def quantize(self, mode=None, config=None, **kwargs):

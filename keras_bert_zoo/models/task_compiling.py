@@ -3,7 +3,6 @@ paper's fine-tuning recipe (as keras-hub's tasks do), `compile(...)` overrides i
 runs the recipe's schedule over its own steps, and `save(..., include_optimizer=False)` writes a
 `.keras` file without the optimizer's state."""
 
-import functools
 import logging
 
 import keras
@@ -24,39 +23,11 @@ DEFAULT_WARMUP_RATIO = 0.1  # run_classifier.py's warmup_proportion
 OPTIMIZER_STATE = "optimizer_state"
 
 
-def compiled_after(init):
-    """Wraps a `Task` subclass's `__init__`: once the outermost constructor has run (a subclass's
-    `__init__` calls its parent's), an uncompiled task compiles with `compile()`'s defaults."""
-
-    @functools.wraps(init)
-    def construct(self, *args, **kwargs):
-        outermost = not self.__dict__.get("_constructing", False)
-        object.__setattr__(self, "_constructing", True)  # not a tracked Keras attribute
-        try:
-            init(self, *args, **kwargs)
-        finally:
-            if outermost:
-                object.__setattr__(self, "_constructing", False)
-        if outermost:
-            self.settle_skip_padding()  # before `compile`, which refuses XLA for a skipping encoder
-        if outermost and not self.compiled:
-            self.compile()
-
-    construct.compiles_after = True
-    return construct
-
-
 class TaskCompiling:
     """Mixin of `Task` (before `keras.Model` in its bases)."""
 
     _run_schedule = None  # (peak learning rate, warm-up ratio) under compile(optimizer="auto")
     _without_optimizer = False  # set while `save(..., include_optimizer=False)` writes
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is not None and not getattr(init, "compiles_after", False):
-            cls.__init__ = compiled_after(init)
 
     def compile(
         self,

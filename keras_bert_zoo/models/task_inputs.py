@@ -24,6 +24,14 @@ PAD_MULTIPLE = 8
 SEQUENCE_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
 
+def packed_inputs(backbone, num_choices=None):
+    """A task's `keras.Input`s of packed ids: the backbone's own (`backbone.input`, as keras-hub's
+    tasks take them), or, with `num_choices`, the same names with a choices axis (batch, choices, seq)."""
+    if num_choices is None:
+        return dict(backbone.input)
+    return {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name) for name in backbone.input}
+
+
 def is_packed(x):
     """True for inputs the backbone takes as they are: a dict with `token_ids`."""
     return isinstance(x, dict) and "token_ids" in x

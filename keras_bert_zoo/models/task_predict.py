@@ -1,5 +1,6 @@
-"""`Task.predict` on raw in-memory text: batches in length order through the task's
-preprocessing function and Keras' predict function (traced once), outputs back in input order."""
+"""The functions of `Task.predict`: on raw in-memory text, batches in length order through the
+task's preprocessing function and Keras' predict function (traced once), outputs back in input
+order; float outputs as float32; `postprocess` answers as NumPy values when called eagerly."""
 
 import keras
 import numpy as np
@@ -98,3 +99,21 @@ def restore_order(outputs, order):
         return np.asarray(output)[inverse]
 
     return keras.tree.map_structure(restore, outputs)
+
+
+def answers_as_numpy(answers):
+    """Eager tensors of `answers` as NumPy arrays (what a user prints, compares or serialises);
+    inside a traced graph (an export's serving function) the tensors are kept."""
+    if not tf.executing_eagerly():
+        return answers
+
+    def convert(value):
+        if isinstance(value, keras.KerasTensor) or isinstance(value, tf.RaggedTensor):
+            return value
+        if isinstance(value, (tf.Tensor, tf.Variable)):
+            return value.numpy()
+        if keras.ops.is_tensor(value):
+            return keras.ops.convert_to_numpy(value)
+        return value
+
+    return keras.tree.map_structure(convert, answers)

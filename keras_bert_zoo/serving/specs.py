@@ -114,8 +114,9 @@ class MultipleChoiceSpec:
 
 
 class SpanExtractorSpec:
-    """`BertSpanExtractor`: `question`, `context` -> `answer_text`, `start_char`, `end_char`
-    (character span in the context, -1 without an answer), `score`, `has_answer`.
+    """`BertSpanExtractor`: `question`, `context` -> `answer_text`, `answer_start`, `answer_end`
+    (character span in the context, -1 without an answer), `score`, `has_answer`: the names of the
+    task's `postprocess` (`models/answer_names.py`).
 
     Windows, n-best, the longest answer and the stored null threshold are the task's, in
     the graph (its `SpanDecoder`). The `ids` signature gives the windows' `start_logits`
@@ -144,13 +145,10 @@ class SpanExtractorSpec:
         outputs.update(example_index=packed["example_index"], start_logits=start_logits, end_logits=end_logits,
                        contexts=raw["context"])
         answers = self.task.postprocess(outputs)
-        return {
-            "answer_text": answers["answer_text"],
-            "start_char": answers["answer_start"],
-            "end_char": answers["answer_end"],
-            "score": answers["score"],
-            "has_answer": answers["answer_start"] >= 0,
-        }
+        names = answer_names
+        served = {key: answers[key] for key in (names.ANSWER_TEXT, names.ANSWER_START, names.ANSWER_END, names.SCORE)}
+        served[names.HAS_ANSWER] = answers[names.ANSWER_START] >= 0
+        return served
 
     def example_features(self):
         return {name: tf.io.FixedLenFeature([], tf.string, default_value="") for name in ("question", "context")}

@@ -57,16 +57,17 @@ def test_span_extractor_answers_in_the_graph_equal_predict(tmp_path):
     functions = _functions(task, ("text", "examples"))
     served = {k: v.numpy() for k, v in functions["serving_default"](
         question=tf.constant(raw[0]), context=tf.constant(raw[1])).items()}
-    assert sorted(served) == ["answer_text", "end_char", "has_answer", "input_truncated", "score", "start_char"]
+    assert sorted(served) == ["answer_end", "answer_start", "answer_text", "has_answer", "input_truncated", "score"]
     cleaned = [c.decode("utf-8", "ignore") for c in raw[1]]
     expected = task.predict((questions, cleaned), batch_size=8)
     assert [t.decode() for t in served["answer_text"]] == expected["answer_text"].tolist()
-    assert served["start_char"].tolist() == expected["answer_start"].tolist()
-    assert served["end_char"].tolist() == expected["answer_end"].tolist()
+    # The export answers under the names of `postprocess` (`models/answer_names.py`).
+    assert served["answer_start"].tolist() == expected["answer_start"].tolist()
+    assert served["answer_end"].tolist() == expected["answer_end"].tolist()
     assert served["has_answer"].tolist() == (expected["answer_start"] >= 0).tolist()
     assert 0 < served["has_answer"].sum() < len(questions)  # answers and no-answers both checked
     np.testing.assert_allclose(served["score"], expected["score"], atol=1e-5, rtol=0)
-    for text, begin, end, context in zip(served["answer_text"], served["start_char"], served["end_char"], cleaned):
+    for text, begin, end, context in zip(served["answer_text"], served["answer_start"], served["answer_end"], cleaned):
         assert text.decode() == (context[begin:end] if begin >= 0 else "")
     # The first four rows alone: the bad rows changed nothing.
     alone = functions["serving_default"](question=tf.constant(raw[0][:4]), context=tf.constant(raw[1][:4]))
