@@ -85,8 +85,6 @@ def __getattr__(name):
         value = getattr(_importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
-    if name == "save_to_preset":  # the deprecated function form (it warns); leaves with presets.loading's
-        return _importlib.import_module("keras_bert_zoo.presets.loading").save_to_preset
     raise AttributeError(f"module 'keras_bert_zoo' has no attribute {name!r}")
 
 

@@ -165,5 +165,7 @@ def test_names_and_module_paths_of_before_the_rehouse_are_gone():
     """No release had them (0.1.0 is the first), so no shim keeps them: the new homes only."""
     with pytest.raises(AttributeError, match="read_glue"):
         keras_bert_zoo.read_glue
+    with pytest.raises(AttributeError, match="save_to_preset"):  # a model saves itself: model.save_to_preset
+        keras_bert_zoo.save_to_preset
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("keras_bert_zoo.training.finetuning_run")

@@ -18,7 +18,6 @@ Examples:
 """
 
 import logging
-import warnings
 
 from keras_bert_zoo.weights import mapping
 from keras_bert_zoo.presets import preset_format
@@ -298,33 +297,3 @@ def write_model_preset(model, directory, vocabulary=None, extra=None, card=None)
     return preset_format.write_preset(
         directory, model_tensors(model), backbone_config(backbone), vocabulary=vocabulary, extra=extra, card=card
     )
-
-
-def save_to_preset(model, directory, vocabulary=None, extra=None):
-    """Deprecated: call `model.save_to_preset(directory)`, which this calls.
-
-    Kept for one release. `model.save_to_preset` writes a task's settings too (labels,
-    sequence length, preprocessor), which this function used to drop.
-
-    Args:
-        model: a `BertBackbone`, `BertPretrainer` or task.
-        directory: str. Created or replaced.
-        vocabulary: passed on to `model.save_to_preset` when given.
-        extra: dict or None. More `config.json` fields: only the low-level writer
-            (`write_model_preset`) takes them, so with `extra` that is what runs.
-
-    Returns:
-        The directory.
-    """
-    warnings.warn(
-        "save_to_preset(model, directory) (keras_bert_zoo.save_to_preset, presets.loading.save_to_preset) is "
-        "deprecated; call model.save_to_preset(directory) instead (it also keeps a task's settings).",
-        DeprecationWarning, stacklevel=2,
-    )
-    if extra is not None:
-        return write_model_preset(model, directory, vocabulary=vocabulary, extra=extra)
-    if not hasattr(model, "save_to_preset"):  # not ours: the writer's error names what `model` must be
-        return write_model_preset(model, directory, vocabulary=vocabulary)
-    if vocabulary is None:
-        return model.save_to_preset(directory)
-    return model.save_to_preset(directory, vocabulary=vocabulary)

@@ -1,13 +1,11 @@
 """`Task.save_to_preset` keeps every preprocessor setting; `from_preset` restores it, the caller's value winning."""
 
 import pathlib
-import re
 
 import keras
 import numpy as np
 import pytest
 
-import keras_bert_zoo
 from keras_bert_zoo.models.bert_classifier import BertClassifier
 from keras_bert_zoo.models.bert_span_extractor import BertSpanExtractor
 from keras_bert_zoo.models.bert_token_classifier import BertTokenClassifier
@@ -61,22 +59,15 @@ def test_classifier_and_token_classifier_presets_keep_their_preprocessor_setting
     assert (restored.preprocessor.sequence_length, restored.preprocessor.window_stride) == (16, 4)
 
 
-def _files(directory):
-    return {path.name: path.read_bytes() for path in sorted(pathlib.Path(directory).iterdir())}
-
-
-def test_one_save_to_preset_the_deprecated_function_writes_what_the_method_writes(tmp_path):
-    """`keras_bert_zoo.save_to_preset(task, d)` used to drop the task's settings (labels, sequence
-    length); now it warns and calls `task.save_to_preset(d)`: the same files, byte for byte."""
+def test_save_to_preset_keeps_the_tasks_settings(tmp_path):
+    """`task.save_to_preset(d)` writes the task's settings (labels, sequence length, casing), which a
+    task built from the folder reads back."""
     classifier = BertClassifier.from_preset(HF, num_classes=2, labels=["neg", "pos"], sequence_length=16)
     directory = classifier.save_to_preset(str(tmp_path / "method"))
-    with pytest.warns(DeprecationWarning, match=re.escape("model.save_to_preset(directory)")):
-        keras_bert_zoo.save_to_preset(classifier, str(tmp_path / "function"))
-    assert _files(tmp_path / "function") == _files(directory)
     saved = read_task_config(directory)
     assert saved["task"]["class_name"] == "BertClassifier" and saved["task"]["config"]["labels"] == ["neg", "pos"]
     assert saved["preprocessor"]["sequence_length"] == 16 and isinstance(saved["lowercase"], bool)
-    restored = BertClassifier.from_preset(str(tmp_path / "function"), load_weights=False)
+    restored = BertClassifier.from_preset(directory, load_weights=False)
     assert restored.labels == ["neg", "pos"] and restored.preprocessor.sequence_length == 16
 
 

@@ -2,7 +2,6 @@
 
 import json
 import os
-import re
 
 import keras
 import numpy as np
@@ -38,17 +37,12 @@ def _files(directory):
 
 
 @pytest.mark.parametrize("kind", ["backbone", "pretrainer"])
-def test_the_deprecated_save_to_preset_calls_the_models_method(tmp_path, kind):
-    """One way to save: `model.save_to_preset(directory)`; `keras_bert_zoo.save_to_preset` (and its old
-    home, `presets.loading.save_to_preset`) warn and write the same files."""
+def test_save_to_preset_writes_the_writers_files_and_a_tasks_settings(tmp_path, kind):
+    """One way to save: `model.save_to_preset(directory)`: a backbone's files are the low-level
+    writer's; a pretrainer's add its settings."""
     pretrainer = lib.build_pretrainer(lib.fixture_dir("gelu"))
     model = pretrainer.backbone if kind == "backbone" else pretrainer
     method = model.save_to_preset(str(tmp_path / "method"), vocabulary=VOCAB)
-    with pytest.warns(DeprecationWarning, match=re.escape("model.save_to_preset(directory)")):
-        keras_bert_zoo.save_to_preset(model, str(tmp_path / "function"), vocabulary=VOCAB)
-    with pytest.warns(DeprecationWarning, match=re.escape("model.save_to_preset(directory)")):
-        loading.save_to_preset(model, str(tmp_path / "loading"), vocabulary=VOCAB)
-    assert _files(tmp_path / "function") == _files(tmp_path / "loading") == _files(method)
     assert loading.write_model_preset(model, str(tmp_path / "writer"), vocabulary=VOCAB)
     if kind == "backbone":
         assert _files(tmp_path / "writer") == _files(method)
