@@ -133,11 +133,13 @@ def attend(attention, query, key, value, where, padding_mask, training):
         padded = (where.unpack(part) for part in (query, key, value))
         return where.pack(attention.attend_batched(*padded, padding_mask, training))
 
+    def one_sequence_at_a_time():
+        lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
+        return attend_packed(attention, query, key, value, lengths)
+
     if training or attention.per_sequence_above is None:
         return in_padded_layout()
-    lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
-    return attention.by_length(ops.shape(padding_mask)[1],
-                               lambda: attend_packed(attention, query, key, value, lengths), in_padded_layout)
+    return attention.by_length(ops.shape(padding_mask)[1], one_sequence_at_a_time, in_padded_layout)
 
 
 def attend_packed(attention, query, key, value, lengths):

@@ -93,7 +93,7 @@ class TransformerEncoder(keras.layers.Layer):
     the attention in the padded layout (`layers/real_tokens.py`): on batches of real-length text on
     a CPU the largest lever of `predict` and `fit` (docs/benchmarks.md), the same outputs at real
     positions (to float rounding), zeros at padded ones. TensorFlow only, without XLA (each
-    batch's token count is a new shape); a `Task` picks it on a CPU (`Task.padding_to_skip`).
+    batch's token count is a new shape); a `Task` picks it on a CPU (`Task.skippable_padding`).
 
     References:
         Vaswani et al., 2017; Devlin et al., 2018; google-research/bert `modeling.py`.

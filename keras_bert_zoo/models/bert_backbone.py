@@ -37,7 +37,7 @@ class BertBackbone(Backbone):
         skip_padding: str or None. When the encoder's dense layers run on the real tokens only
             (`TransformerEncoder`): `"never"` (every position, on any device), `"inference"` or
             `"always"` (`fit` too). None (default): chosen once by the first task built on the
-            backbone, for itself and the device (`Task.padding_to_skip`: on a CPU with
+            backbone, for itself and the device (`Task.skippable_padding`: on a CPU with
             TensorFlow as far as the task allows, else "never"); a backbone called alone
             meanwhile runs every position. A preset does not store it.
         per_sequence_above: int or None. At inference, rows longer than this attend one

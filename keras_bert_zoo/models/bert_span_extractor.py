@@ -50,7 +50,7 @@ class BertSpanExtractor(Task):
             `SpanDecoder`), for the same answers as HF's pipeline on the same weights.
             The preprocessor must follow the same rules. As that decoding never reads a
             padded position, `from_preset` on a CPU then builds the encoder to skip the
-            padding at inference (`padding_to_skip`; padded positions' logits are the
+            padding at inference (`skippable_padding`; padded positions' logits are the
             head's bias); training is unchanged. Defaults to "original".
 
     Call arguments:
@@ -79,13 +79,6 @@ class BertSpanExtractor(Task):
     target_kind = "spans"  # `y`: each answer's character span in its context (`SquadData.y`), checked before fit
     default_sequence_length = 384
 
-    def padding_to_skip(self):
-        """The original's span loss is a softmax over every position, padding included (so are HF's
-        logits), and its n-best picks among them: "never". HF's decoding reads the logits of
-        context tokens and [CLS] only: "inference" under `rules="hf_pipeline"` (padded positions'
-        logits are then the head's bias)."""
-        return "inference" if self.rules == "hf_pipeline" else "never"
-
     def __init__(self, backbone, preprocessor=None, n_best_size=20, max_answer_length=30,
                  null_score_diff_threshold=None, rules="original", **kwargs):
         # The decoder checks the decoding arguments.
@@ -107,6 +100,10 @@ class BertSpanExtractor(Task):
         self.max_answer_length = max_answer_length
         self.null_score_diff_threshold = decoder.null_score_diff_threshold
         self.rules = rules
+        # The original's span loss is a softmax over every position, padding included (so are HF's
+        # logits), and its n-best picks among them: "never". HF's decoding reads the logits of context
+        # tokens and [CLS] only: "inference" under its rules (padded positions' logits are the head's bias).
+        self.skippable_padding = "inference" if rules == "hf_pipeline" else "never"
         # No output reads `pooled_output`, so the pooler gets no gradient: frozen, it is out of
         # the trained set (else Keras warns "Gradients do not exist for variables [pooled_dense ...]"
         # at every fit, and the optimizer keeps slots for it). Its weights stay in the backbone,

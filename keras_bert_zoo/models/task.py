@@ -89,16 +89,12 @@ class Task(TaskCompiling, TaskSummary, RawTextInputs, TaskInputChecks, TaskCard,
             return object.__setattr__(self, name, value)
         return super().__setattr__(name, value)
 
-    def padding_to_skip(self):
-        """How much padding this task lets its encoder skip: `skippable_padding`."""
-        return self.skippable_padding
-
     def settle_skip_padding(self):
         """Chooses the backbone's `skip_padding` where it was left open (None): with CPUs only, on
         TensorFlow, where Keras compiles without XLA, as much as the task allows
-        (`padding_to_skip`); "never" on a GPU or TPU (XLA) and on the other backends. A backbone
+        (`skippable_padding`); "never" on a GPU or TPU (XLA) and on the other backends. A backbone
         built to skip more than the task allows is refused."""
-        allowed = self.padding_to_skip()
+        allowed = self.skippable_padding
         on_cpu = keras.backend.backend() == "tensorflow" and not has_accelerator()
         chosen = self.backbone.choose_paths(allowed if on_cpu else "never", 128 if on_cpu else None)
         if skips_more(chosen, allowed):

@@ -161,7 +161,7 @@ class Preset:
         try:
             layout, directory = self.files()
             if layout == "keras_bert_zoo":
-                value = preset_format.read_preset_config(directory).get("lowercase")
+                value = self.saved_config().get("lowercase")
                 return None if value is None else bool(value)
             if layout == "keras_hub":  # its tokenizer.json states the casing
                 return self.tokenizer_settings.get("lowercase")
@@ -206,8 +206,12 @@ class Preset:
             return task_heads.keras_hub_task_config(directory)
         if layout != "keras_bert_zoo":
             return {}
-        config = preset_format.read_preset_config(directory)
+        config = self.saved_config()
         return {key: config[key] for key in TASK_FIELDS if key in config}
+
+    def saved_config(self):
+        """Our preset's `config.json` (`preset_format.read_preset_config`), read once."""
+        return self.keep("saved_config", lambda: preset_format.read_preset_config(self.directory))
 
     def card(self):
         """The model card's facts of our preset (`model_card.read_card`), else None."""

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.tools.test_finetune import _sst2, _tiny_preset
-from tests.training.test_multi_worker_resume import _free_ports
+from tests.training.test_multi_worker_resume import _free_ports, outputs_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -39,12 +39,7 @@ def test_finetune_on_two_workers_trains_in_sync(tmp_path, precision):
                "--no-progress", "--strategy", "multi_worker", "--precision", precision]
         procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                       env=env))
-    try:
-        outputs = [p.communicate(timeout=300)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+    outputs = outputs_of(procs)
     for p, out in zip(procs, outputs):
         assert p.returncode == 0, out[-3000:]
     weights = [load_file(str(tmp_path / f"out{i}" / "preset" / "weights.safetensors")) for i in range(2)]

@@ -20,6 +20,17 @@ HELPER = os.path.join(os.path.dirname(__file__), "run_tiny_pretraining.py")
 STEPS = 6
 
 
+def outputs_of(procs, timeout=300):
+    """Each worker process's combined output once all have ended; any still running after `timeout`
+    seconds (or when waiting fails) is killed, so no worker outlives its test."""
+    try:
+        return [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
 def _free_ports(n):
     sockets = [socket.socket() for _ in range(n)]
     for s in sockets:
@@ -43,12 +54,7 @@ def run_two_workers(root, name, *extra):
                *extra]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True, env=env))
-    try:
-        outputs = [p.communicate(timeout=300)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+    outputs = outputs_of(procs)
     return [p.returncode for p in procs], outputs
 
 
