@@ -1,8 +1,8 @@
 """The encoder's paths, each built at construction, against each other: does each one pay?
 
-`TransformerEncoder` has the padded path and one real-token path (`skip_padding`), and its
-attention runs rows longer than `per_sequence_above` one sequence at a time at inference. A
-`Task` on a CPU picks the real-token path as far as it may and `per_sequence_above=128`; each
+`TransformerEncoder` has the padded path and one real-token path (`skip_padding`), which at
+inference attends rows longer than `per_sequence_above` one sequence at a time. A `Task` on a
+CPU picks the real-token path as far as it may and `per_sequence_above=128`; each
 row here is a second model from the same weights built the other way (`BertBackbone(...)`
 arguments), so the A/B reads no switch. Model: a seeded random encoder of all-MiniLM-L6-v2's
 shape (L6 H384 A12, I1536), float32, token ids drawn at random (the paths' cost depends on
@@ -28,8 +28,6 @@ SHAPE = dict(vocabulary_size=30522, num_layers=6, num_heads=12, hidden_dim=384, 
              max_sequence_length=512)
 # (inputs, label, task arguments, backbone arguments); the first of each inputs is the default.
 CONFIGS = [
-    ("qa", "original rules: default (padded path; rows > 128 attend one at a time)", {"rules": "original"}, {}),
-    ("qa", "original rules: attention in one batched call", {"rules": "original"}, {"per_sequence_above": 512}),
     ("qa_hf", "`rules=\"hf_pipeline\"`: default (real tokens; rows > 128 one at a time, packed)",
      {"rules": "hf_pipeline"}, {}),
     ("qa_hf", "`rules=\"hf_pipeline\"`: real tokens, attention in one batched call in the padded layout",

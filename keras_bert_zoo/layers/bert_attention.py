@@ -24,14 +24,6 @@ class BertAttention(keras.layers.Layer):
         dropout: float. Dropout on the attention probabilities. Defaults to 0.1.
         causal: bool. If True each position attends only to itself and earlier
             positions (the paper's left-to-right ablation, §5.1). Defaults to False.
-        per_sequence_above: int or None. At inference (`training` falsy) with a mask, a batch
-            whose rows are longer than this attends one sequence at a time: each row's
-            `(heads, seq, seq)` scores stay in the CPU's cache, where the whole batch's go
-            through memory several times (the scores, the mask, the softmax): SQuAD-style windows
-            of 384 on a CPU, about twice the throughput (docs/benchmarks.md, `encoder_paths`).
-            Rows up to it attend in one batched call, whose few ops per layer cost less than a
-            loop over short rows. The same outputs (to float rounding). None (default): always
-            one batched computation (what XLA and accelerators want); a `Task` on a CPU sets 128.
 
     Call arguments:
         x: tensor `(batch, seq, hidden)`.
@@ -46,13 +38,12 @@ class BertAttention(keras.layers.Layer):
     (docs/benchmarks.md, fine-tuning memory).
     """
 
-    def __init__(self, num_heads, dropout=0.1, causal=False, per_sequence_above=None, **kwargs):
+    def __init__(self, num_heads, dropout=0.1, causal=False, **kwargs):
         super().__init__(**kwargs)
         args.check_float_policy(self.dtype_policy, kwargs.get("dtype"))
         self.num_heads = args.positive_int("num_heads", num_heads)
         self.dropout = args.rate("dropout", dropout)
         self.causal = args.boolean("causal", causal)
-        self.per_sequence_above = check_per_sequence_above(per_sequence_above)
         # The Q/K/V projections are as wide as the input: `build` creates them.
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
@@ -87,28 +78,7 @@ class BertAttention(keras.layers.Layer):
     def attend(self, query, key, value, padding_mask=None, training=None):
         """The context of already projected queries, keys and values, each `(batch, seq, hidden)`:
         what `call` computes after its projections (`TransformerEncoder`'s real-token path projects
-        the real tokens alone, then attends in the padded layout). Rows longer than
-        `per_sequence_above` attend one at a time at inference."""
-        if training or padding_mask is None or self.per_sequence_above is None:
-            return self.attend_batched(query, key, value, padding_mask, training)
-
-        def one_sequence_at_a_time():
-            def one_sequence(row):
-                return self.attend_batched(*(part[None] for part in row), False)[0]
-
-            return map_rows(one_sequence, (query, key, value, padding_mask), self.hidden_dim, self.compute_dtype)
-
-        return self.by_length(ops.shape(query)[1], one_sequence_at_a_time,
-                              lambda: self.attend_batched(query, key, value, padding_mask, False))
-
-    def by_length(self, length, one_sequence_at_a_time, batched):
-        """`one_sequence_at_a_time()` for rows longer than `per_sequence_above`, else `batched()`."""
-        if isinstance(length, int):  # a shape known when traced: one path in the graph
-            return one_sequence_at_a_time() if length > self.per_sequence_above else batched()
-        return ops.cond(length > self.per_sequence_above, one_sequence_at_a_time, batched)
-
-    def attend_batched(self, query, key, value, padding_mask, training):
-        """`attend` over the whole batch in one computation, whatever the rows' length."""
+        the real tokens alone, then attends here, in the padded layout or one sequence at a time)."""
         q = self._split_heads(query)  # (b, h, s, d)
         k = self._split_heads(key)  # (b, h, s, d)
         v = self._split_heads(value)  # (b, h, s, d)
@@ -150,27 +120,7 @@ class BertAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"num_heads": self.num_heads, "dropout": self.dropout, "causal": self.causal,
-             "per_sequence_above": self.per_sequence_above}
+            {"num_heads": self.num_heads, "dropout": self.dropout, "causal": self.causal}
         )
         return config
 
-
-def check_per_sequence_above(value):
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-        raise ValueError(
-            "`per_sequence_above` must be a row length (an int >= 0) or None. Received: "
-            f"per_sequence_above={value!r}. 128 attends longer rows one sequence at a time at inference "
-            "(CPUs); None always attends the whole batch at once.")
-    return value
-
-
-def map_rows(function, rows, hidden_dim, dtype):
-    """`ops.map(function, rows)` -> `(batch, seq, hidden)`. On TensorFlow `tf.map_fn` with the
-    output's signature given: Keras' `ops.map` first calls `function` on row 0 for it, a second
-    copy of the per-sequence attention in every layer's graph."""
-    if keras.backend.backend() != "tensorflow":
-        return ops.map(function, rows)
-    import tensorflow as tf  # lazy: layers/ imports no framework but Keras at module level (they run on JAX and PyTorch)
-
-    return tf.map_fn(function, rows, fn_output_signature=tf.TensorSpec([None, hidden_dim], dtype))

@@ -8,9 +8,11 @@ work: on the real tokens alone they do about half of it. The attention keeps the
 hides), where its dropout is drawn as on the padded path. Real positions get the padded path's
 outputs (to float rounding); padded positions get zeros, and no gradient.
 
-At inference, batches of rows longer than the attention's `per_sequence_above` (SQuAD-style windows)
+At inference, batches of rows longer than the encoder's `per_sequence_above` (SQuAD-style windows)
 attend one sequence at a time on the packed tokens themselves (`attend`): no padded keys, no mask, no
-scores for padded queries, each sequence's `(heads, length, length)` scores in the CPU's cache.
+scores for padded queries, each sequence's `(heads, length, length)` scores in the CPU's cache
+(docs/benchmarks.md, `encoder_paths`: 1.14× on QA windows); shorter rows attend in one batched call,
+whose few ops per layer cost less than a loop over short rows.
 
 Scattering rows into a zeroed padded tensor (`ops.scatter`, TensorFlow's `ScatterNd`) took about
 three times as long as gathering the same rows (`ops.take`) on the CPUs this project runs on
@@ -21,9 +23,8 @@ summing `IndexedSlices` into dense gradients. Every batch's token count is a new
 which XLA and JAX's jit do not take: TensorFlow without XLA only.
 """
 
+import keras
 from keras import ops
-
-from keras_bert_zoo.layers.bert_attention import map_rows
 
 # `TransformerEncoder(skip_padding=...)`: when its dense layers run on the real tokens only (None:
 # not chosen yet, every position meanwhile; the first `Task` built on the backbone chooses).
@@ -123,23 +124,41 @@ def positions(padding_mask):
     return where.real, where.index
 
 
-def attend(attention, query, key, value, where, padding_mask, training):
+def check_per_sequence_above(value, skip_padding=None):
+    """Raises ValueError for a value that is not a row length or None, or one given with
+    `skip_padding="never"`: only the real-token path attends one sequence at a time."""
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise ValueError(
+            "`per_sequence_above` must be a row length (an int >= 0) or None. Received: "
+            f"per_sequence_above={value!r}. 128 attends longer rows one sequence at a time at inference on "
+            "the real-token path (CPUs); None always attends the whole batch at once.")
+    if value is not None and skip_padding == NEVER:
+        raise ValueError(
+            f"per_sequence_above={value!r} applies to the real-token path only, which skip_padding='never' never "
+            "takes. Drop `per_sequence_above`, or pass skip_padding='inference' or 'always'.")
+    return value
+
+
+def attend(attention, query, key, value, where, padding_mask, training, per_sequence_above=None):
     """`attention`'s context of the real tokens' projected `(tokens, hidden)` queries, keys and values:
     in the padded layout (`where.unpack`, the mask hiding the zeros there; dropout drawn as on the
-    padded path), or at inference for rows longer than `attention.per_sequence_above` one sequence
-    at a time on the packed rows (`attend_packed`). Returns `(tokens, hidden)`."""
+    padded path), or at inference for rows longer than `per_sequence_above` one sequence at a time
+    on the packed rows (`attend_packed`). Returns `(tokens, hidden)`."""
 
     def in_padded_layout():
         padded = (where.unpack(part) for part in (query, key, value))
-        return where.pack(attention.attend_batched(*padded, padding_mask, training))
+        return where.pack(attention.attend(*padded, padding_mask, training))
 
     def one_sequence_at_a_time():
         lengths = ops.sum(ops.cast(padding_mask > 0, "int32"), axis=1)  # (batch,)
         return attend_packed(attention, query, key, value, lengths)
 
-    if training or attention.per_sequence_above is None:
+    if training or per_sequence_above is None:
         return in_padded_layout()
-    return attention.by_length(ops.shape(padding_mask)[1], one_sequence_at_a_time, in_padded_layout)
+    length = ops.shape(padding_mask)[1]
+    if isinstance(length, int):  # a shape known when traced: one path in the graph
+        return one_sequence_at_a_time() if length > per_sequence_above else in_padded_layout()
+    return ops.cond(length > per_sequence_above, one_sequence_at_a_time, in_padded_layout)
 
 
 def attend_packed(attention, query, key, value, lengths):
@@ -155,7 +174,7 @@ def attend_packed(attention, query, key, value, lengths):
         start, length = bounds[0], bounds[1]
         q, k, v = (ops.slice(x, (start, 0), (length, hidden))[None] for x in (query, key, value))  # (1, n, hidden)
         # A sequence without padding: no mask; `causal` masks by order, which the real tokens keep.
-        context = attention.attend_batched(q, k, v, None, False)[0]  # (n, hidden)
+        context = attention.attend(q, k, v, None, False)[0]  # (n, hidden)
         return ops.pad(context, ((0, longest - length), (0, 0)))  # (longest, hidden)
 
     padded = map_rows(one_sequence, (starts, lengths), attention.hidden_dim, attention.compute_dtype)
@@ -163,3 +182,14 @@ def attend_packed(attention, query, key, value, lengths):
     sequence = ops.repeat(ops.arange(ops.shape(lengths)[0], dtype="int32"), lengths, axis=0)  # (tokens,)
     within = ops.arange(ops.shape(query)[0], dtype="int32") - ops.take(starts, sequence)
     return ops.take(ops.reshape(padded, (-1, attention.hidden_dim)), sequence * longest + within, axis=0)
+
+
+def map_rows(function, rows, hidden_dim, dtype):
+    """`ops.map(function, rows)` -> `(batch, seq, hidden)`. On TensorFlow `tf.map_fn` with the
+    output's signature given: Keras' `ops.map` first calls `function` on row 0 for it, a second
+    copy of the per-sequence attention in every layer's graph."""
+    if keras.backend.backend() != "tensorflow":
+        return ops.map(function, rows)
+    import tensorflow as tf  # lazy: layers/ imports no framework but Keras at module level (they run on JAX and PyTorch)
+
+    return tf.map_fn(function, rows, fn_output_signature=tf.TensorSpec([None, hidden_dim], dtype))

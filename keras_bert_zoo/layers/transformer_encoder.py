@@ -77,8 +77,9 @@ class TransformerEncoder(keras.layers.Layer):
             dropout is then drawn on the `(real tokens, hidden)` matrix, the same distribution
             over the real positions). None (default): not chosen yet, every position meanwhile;
             `BertBackbone.choose_paths` fixes it once (a `Task` does, for itself).
-        per_sequence_above: int or None. `BertAttention`'s: at inference, rows longer than this
-            attend one sequence at a time (CPUs); None (default): one batched call.
+        per_sequence_above: int or None. On the real-token path at inference, rows longer than
+            this attend one sequence at a time (`real_tokens.attend`; CPUs); None (default): one
+            batched call. Refused with `skip_padding="never"`, where it would do nothing.
 
     Call arguments:
         x: tensor `(batch, seq, hidden)`.
@@ -125,10 +126,10 @@ class TransformerEncoder(keras.layers.Layer):
         self.layer_norm_epsilon = args.positive_float("layer_norm_epsilon", layer_norm_epsilon)
         self.causal = args.boolean("causal", causal)
         self.skip_padding = real_tokens.check_skip_padding(skip_padding, keras.backend.backend())
+        self.per_sequence_above = real_tokens.check_per_sequence_above(per_sequence_above, self.skip_padding)
         policy = self.dtype_policy
         self.attention = BertAttention(
-            self.num_heads, self.attention_dropout, causal=self.causal, per_sequence_above=per_sequence_above,
-            dtype=policy, name="attention",
+            self.num_heads, self.attention_dropout, causal=self.causal, dtype=policy, name="attention"
         )
         # The two projections back to the input width are created by `build`.
         self.attention_dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="attention_output_dropout")
@@ -168,7 +169,8 @@ class TransformerEncoder(keras.layers.Layer):
         attention = self.attention
         query, key, value = (dense(tokens) for dense in (attention.query_dense, attention.key_dense,
                                                          attention.value_dense))
-        context = real_tokens.attend(attention, query, key, value, where, padding_mask, training)
+        context = real_tokens.attend(attention, query, key, value, where, padding_mask, training,
+                                      self.per_sequence_above)
         return where.unpack(self._after_attention(tokens, context, training))
 
     def _after_attention(self, x, context, training):
@@ -196,7 +198,7 @@ class TransformerEncoder(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "causal": self.causal,
                 "skip_padding": self.skip_padding,
-                "per_sequence_above": self.attention.per_sequence_above,
+                "per_sequence_above": self.per_sequence_above,
             }
         )
         return config

@@ -5,8 +5,7 @@ import keras
 from keras_bert_zoo.layers import argument_checks as args
 from keras_bert_zoo.layers.bert_embeddings import BertEmbeddings
 from keras_bert_zoo.layers.initializers import bert_initializer
-from keras_bert_zoo.layers.bert_attention import check_per_sequence_above
-from keras_bert_zoo.layers.real_tokens import check_skip_padding
+from keras_bert_zoo.layers.real_tokens import NEVER, check_per_sequence_above, check_skip_padding
 from keras_bert_zoo.layers.transformer_encoder import TransformerEncoder, check_activation
 from keras_bert_zoo.models.base import Backbone
 from keras_bert_zoo.utils.precision import AUTO, auto_precision, default_policy
@@ -40,11 +39,11 @@ class BertBackbone(Backbone):
             backbone, for itself and the device (`Task.skippable_padding`: on a CPU with
             TensorFlow as far as the task allows, else "never"); a backbone called alone
             meanwhile runs every position. A preset does not store it.
-        per_sequence_above: int or None. At inference, rows longer than this attend one
-            sequence at a time (`BertAttention`; SQuAD-style windows on a CPU). None (default):
-            one batched call until a task chooses (128 on a CPU with TensorFlow, where it
-            chooses `skip_padding`); pass `max_sequence_length` to keep one batched call there.
-            A preset does not store it.
+        per_sequence_above: int or None. On the real-token path at inference, rows longer than
+            this attend one sequence at a time (`layers/real_tokens.py`; SQuAD-style windows on a
+            CPU). None (default): one batched call until a task chooses (128 where it chooses a
+            `skip_padding` other than "never"); pass `max_sequence_length` to keep one batched
+            call there. Refused with `skip_padding="never"`. A preset does not store it.
         dtype: str or `keras.DTypePolicy`, a float policy, e.g. `"float32"` or
             `"mixed_bfloat16"`. None (default): Keras' global policy, float32 unless set
             (`keras.config.set_dtype_policy`; `utils.precision.default_policy()`), so that a
@@ -180,16 +179,17 @@ class BertBackbone(Backbone):
 
     def choose_paths(self, skip_padding, per_sequence_above):
         """Fixes how the encoder computes where it was left open (None), before any trace reads it:
-        `skip_padding` and, if open too, `per_sequence_above`, on every encoder layer. A backbone
-        built with a `skip_padding` keeps both. Returns its `skip_padding`."""
+        `skip_padding` and, if open too and the real-token path can run, `per_sequence_above`, on
+        every encoder layer. A backbone built with a `skip_padding` keeps both. Returns its `skip_padding`."""
         if self.skip_padding is None:
             check_skip_padding(skip_padding, keras.backend.backend())
-            self.skip_padding = skip_padding
-            if self.per_sequence_above is None:
+            if self.per_sequence_above is None and skip_padding != NEVER:
                 self.per_sequence_above = check_per_sequence_above(per_sequence_above)
+            check_per_sequence_above(self.per_sequence_above, skip_padding)
+            self.skip_padding = skip_padding
             for layer in self.transformer_layers:
                 layer.skip_padding = self.skip_padding
-                layer.attention.per_sequence_above = self.per_sequence_above
+                layer.per_sequence_above = self.per_sequence_above
         return self.skip_padding
 
     def with_paths(self, skip_padding, per_sequence_above):

@@ -246,11 +246,11 @@ def test_skip_padding_is_a_constructor_argument_in_the_config():
         TransformerEncoder(num_heads=2, intermediate_dim=8, skip_padding=True)
 
 
-@pytest.mark.parametrize("skip_padding", ["never", "inference"])
+@pytest.mark.parametrize("skip_padding", ["inference", "always"])
 def test_attention_one_sequence_at_a_time_gives_the_batched_outputs_in_a_graph(skip_padding):
-    # `per_sequence_above`: rows longer than it attend one at a time at inference (padded rows on the
-    # padded path, packed rows on the real tokens'); shorter ones in one batched call. One trace with
-    # unknown length takes both sides of the length test (`ops.cond`); the outputs are the batched call's.
+    # `per_sequence_above`: on the real-token path, rows longer than it attend one at a time at inference
+    # (packed rows); shorter ones in one batched call. One trace with unknown length takes both sides of
+    # the length test (`ops.cond`); the outputs are the batched call's.
     import tensorflow as tf
 
     layer = _layer(causal=False)
@@ -258,7 +258,7 @@ def test_attention_one_sequence_at_a_time_gives_the_batched_outputs_in_a_graph(s
     batched = _skipping(layer, skip_padding)
     per_sequence = TransformerEncoder.from_config(
         {**layer.get_config(), "skip_padding": skip_padding, "per_sequence_above": 5})
-    assert assert_config_round_trip(per_sequence).attention.per_sequence_above == 5
+    assert assert_config_round_trip(per_sequence).per_sequence_above == 5
     per_sequence.build((None, None, 16))
     per_sequence.set_weights(layer.get_weights())
     spec = (tf.TensorSpec([None, None, 16], tf.float32), tf.TensorSpec([None, None], tf.int32))
@@ -271,3 +271,6 @@ def test_attention_one_sequence_at_a_time_gives_the_batched_outputs_in_a_graph(s
     assert forward.experimental_get_tracing_count() == 1
     with pytest.raises(ValueError, match="per_sequence_above"):
         TransformerEncoder(num_heads=2, intermediate_dim=8, per_sequence_above=-1)
+    # The padded path attends the whole batch at once: a threshold there would do nothing, so it is refused.
+    with pytest.raises(ValueError, match="real-token path only"):
+        TransformerEncoder(num_heads=2, intermediate_dim=8, skip_padding="never", per_sequence_above=128)
