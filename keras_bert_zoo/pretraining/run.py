@@ -8,6 +8,7 @@ on one model, one position table and one learning-rate schedule; phase 2 checkpo
 in `<checkpoint_dir>/phase2`.
 """
 
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -28,6 +29,7 @@ from keras_bert_zoo.data.pretraining import pretraining_dataset
 from keras_bert_zoo.data.tfrecords import read_pretraining_tfrecords
 from keras_bert_zoo.models.bert_backbone import BertBackbone
 from keras_bert_zoo.models.bert_pretrainer import BertPretrainer
+from keras_bert_zoo import presets
 from keras_bert_zoo.presets.loading import get_preset_vocabulary, load_pretrainer_weights
 from keras_bert_zoo.pretraining.config import PretrainingConfig
 from keras_bert_zoo.text.bert_tokenizer import BertTokenizer
@@ -227,6 +229,8 @@ def run_pretraining(config, callbacks=()):
     """
     if not isinstance(config, PretrainingConfig):
         raise TypeError(f"`config` must be a PretrainingConfig. Received: {type(config).__name__}.")
+    if config.preset is not None:  # located once; every helper below asks the opened preset
+        config = dataclasses.replace(config, preset=presets.open(config.preset))
     phases = phase_settings(config, max_sequence_length(config.preset, config.size))
     preflight.check_output_paths(config)
     keras.utils.set_random_seed(config.seed)

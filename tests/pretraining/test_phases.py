@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_zoo.presets import sources
 from keras_bert_zoo.pretraining import run as pretraining_run
 from keras_bert_zoo.pretraining.config import PretrainingConfig
 from keras_bert_zoo.pretraining.run import run_pretraining
@@ -114,10 +115,13 @@ def test_phase_two_continues_phase_one_and_heads_survive_a_preset(tmp_path, corp
     # Heads carried over by a new run from the written preset (the original's recipe).
     fresh = {}
     _record_phases(monkeypatch, fresh)
+    located, locate = [], sources.locate
+    monkeypatch.setattr(sources, "locate", lambda preset: located.append(preset) or locate(preset))
     args2, kwargs2 = _kwargs(tmp_path, corpus, name="from_preset", preset=args[0], load_weights=True,
                              size={}, vocabulary=None, steps=1, phase2_steps=0, phase2_sequence_length=None)
     again = run_pretraining(PretrainingConfig(*args2, **kwargs2))
     assert again["heads_loaded"] == ["mlm", "nsp"]
+    assert located == [args[0]]  # the preset opened once: shape, vocabulary, backbone and heads ask it
     trained = {v.path: np.array(v) for v in result["model"].weights}
     _assert_same(fresh[(1, "start")], trained, "from_preset start vs written model")
 
