@@ -10,6 +10,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 import keras_bert_zoo as kbz
 from tests.models import prediction_goldens
@@ -43,6 +44,7 @@ def test_every_task_predicts_what_it_did_before_the_restructuring():
         assert_same(got[case], want[case], case)
 
 
+@pytest.mark.heavy  # `make test-heavy`: every task again; the padded path's parity tests run in make test
 def test_the_padded_path_predicts_the_same_at_every_real_position():
     """Every encoder on its padded path (skip_padding="never", any device): the same answers; the
     logits differ only at padded positions where the task skipped them at inference before (the

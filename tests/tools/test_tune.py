@@ -126,6 +126,7 @@ def test_tune_exports_the_best_model_and_keeps_it_on_resume(polarity_files, tmp_
     np.testing.assert_allclose(answer()["probabilities"].numpy(), out["probabilities"].numpy(), atol=1e-6, rtol=0)
 
 
+@pytest.mark.heavy  # `make test-heavy`: a precision variant of the one-trial search (bf16 fits run in make test)
 def test_tune_under_bfloat16_reports_a_finite_dev_metric(polarity_files, tmp_path):
     paths, preset = polarity_files
     result = tune.main(_one_trial(paths, preset, tmp_path / "bf16", "--precision", "mixed_bfloat16"))
