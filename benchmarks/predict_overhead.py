@@ -1,7 +1,7 @@
 """Where the time of one `task.predict` call on raw text goes (the serving section's note).
 
 `Task.predict` on raw strings builds a tf.data pipeline per call (models/task.py,
-models/task_inputs.py); the exported SavedModel is one function call. This worker times
+models/task_pipeline.py); the exported SavedModel is one function call. This worker times
 the pipeline's pieces on one row of a classifier, in the serving section's own process.
 """
 
@@ -14,7 +14,7 @@ from benchmarks._subprocess import time_runs
 def predict_breakdown(preset, rows, calls=7):
     """Worker: where one `task.predict` call on one row of a classifier goes (median ms of `calls`).
 
-    The pieces `Task.predict` runs for raw in-memory text (`task_predict.predict_sorted`):
+    The pieces `Task.predict` runs for raw in-memory text (`task_pipeline.predict_sorted`):
     the traced tokenize-and-pack function, the truncation count (a second tokenizing pass)
     and the model on the packed batch (`predict_on_batch`). For the lever's gain, also the
     tf.data path it replaced: Keras' predict over the preprocessing pipeline, with the
@@ -24,6 +24,7 @@ def predict_breakdown(preset, rows, calls=7):
     from tensorflow.python.data.ops import dataset_ops
 
     from keras_bert_zoo.models import task_inputs as inputs_lib
+    from keras_bert_zoo.models import task_pipeline
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
     model = BertClassifier.from_preset(preset)
@@ -32,10 +33,10 @@ def predict_breakdown(preset, rows, calls=7):
     def median_ms(step):
         return 1e3 * statistics.median(time_runs(step, warmup=1, runs=calls))
 
-    prepare, count = inputs_lib.pipeline_functions(model.preprocessor)
+    prepare, count = task_pipeline.pipeline_functions(model.preprocessor)
     columns = inputs_lib.as_columns(row)
     packed = prepare((columns,))
-    dataset = inputs_lib.preprocess(inputs_lib.in_memory_dataset(columns), prepare)
+    dataset = task_pipeline.preprocess(inputs_lib.in_memory_dataset(columns), prepare)
 
     def keras_predict():  # Keras' own predict over the tf.data pipeline: the path Task.predict used before
         return keras.Model.predict(model, dataset, verbose=0)

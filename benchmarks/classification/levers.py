@@ -1,7 +1,7 @@
 """The levers of `BertClassifier.predict` on raw strings, each switched off alone (classification notes).
 
 One process, our float32 BERT-Base classifier, the section's throughput rows; each
-variant runs `task_predict.predict_sorted` (what `Task.predict` runs on raw in-memory
+variant runs `task_pipeline.predict_sorted` (what `Task.predict` runs on raw in-memory
 text) or the pieces it is made of, one warm-up pass and then `runs` timed passes:
 
 - `as_is`: `task.predict(rows)` (sorted by length, each batch cut to its longest row
@@ -40,22 +40,22 @@ def measure_levers(preset, rows, throughput_rows, batch_size=32, runs=2):
     """Worker: sentences/s of each variant (median of `runs` passes) and the padded widths."""
     import numpy as np
 
-    from keras_bert_zoo.models import task_inputs, task_predict
+    from keras_bert_zoo.models import task_inputs, task_pipeline
 
     model, texts = _model_and_texts(preset, rows, throughput_rows)
     n = len(texts)
 
     def sorted_pass(prepare, count):
-        return lambda: task_predict.predict_sorted(model, texts, prepare, count, batch_size)
+        return lambda: task_pipeline.predict_sorted(model, texts, prepare, count, batch_size)
 
     def functions(multiple):
-        saved, task_inputs.PAD_MULTIPLE = task_inputs.PAD_MULTIPLE, multiple
+        saved, task_pipeline.PAD_MULTIPLE = task_pipeline.PAD_MULTIPLE, multiple
         try:
-            prepare, count = task_inputs.pipeline_functions(model.preprocessor)
+            prepare, count = task_pipeline.pipeline_functions(model.preprocessor)
             prepare((texts[:2],))  # traced under this multiple
             return prepare, count
         finally:
-            task_inputs.PAD_MULTIPLE = saved
+            task_pipeline.PAD_MULTIPLE = saved
 
     def no_sort():
         for i in range(0, n, batch_size):

@@ -95,20 +95,20 @@ def measure_profile(preset, rows, throughput_rows, batch_size=32, dtype="float32
     import numpy as np
     import tensorflow as tf
 
-    from keras_bert_zoo.models import task_inputs, task_predict
+    from keras_bert_zoo.models import task_inputs, task_pipeline
     from keras_bert_zoo.models.bert_classifier import BertClassifier
 
     model = BertClassifier.from_preset(preset, dtype=dtype)
     with open(rows, encoding="utf-8") as f:
         texts = np.asarray(json.load(f)["throughput"][:throughput_rows])
-    prepare, _ = task_inputs.pipeline_functions(model.preprocessor)
+    prepare, _ = task_pipeline.pipeline_functions(model.preprocessor)
     order = task_inputs.length_order(texts)
     batches = []
     for i in range(0, len(texts), batch_size):
         packed = prepare((texts[order[i : i + batch_size]],))
         packed = packed[0] if isinstance(packed, tuple) else packed
         batches.append({k: v.numpy() for k, v in packed.items()})
-    task_predict.trace_any_shape(model, batches[0])
+    task_pipeline.trace_any_shape(model, batches[0])
 
     def forward():
         for x in batches:

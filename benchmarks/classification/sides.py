@@ -60,10 +60,10 @@ def prepare(workdir, rows, latency_rows, hidden_layers=12):
     tokenizer = transformers.BertTokenizerFast(vocab=os.path.join(hf_dir, "vocab.txt"), do_lower_case=True)
     tokenizer.save_pretrained(hf_dir)
 
-    from keras_bert_zoo.models import task_inputs
+    from keras_bert_zoo.models import task_pipeline
 
     model = BertClassifier.from_preset(hf_dir, num_classes=NUM_CLASSES, dtype="float32")
-    prepare, _ = task_inputs.pipeline_functions(model.preprocessor)
+    prepare, _ = task_pipeline.pipeline_functions(model.preprocessor)
 
     def prepare_ids(texts):
         packed = prepare((texts,))
@@ -150,9 +150,9 @@ def measure_ours(preset, rows, latency_calls, batch_size, throughput_rows, preci
     result = timed(predict, rows, latency_calls, batch_size, throughput_rows)
     result["policy"] = model.backbone.dtype_policy.name
     if forward:
-        from keras_bert_zoo.models import task_inputs
+        from keras_bert_zoo.models import task_pipeline
 
-        prepare, _ = task_inputs.pipeline_functions(model.preprocessor)
+        prepare, _ = task_pipeline.pipeline_functions(model.preprocessor)
         one = _load_rows(rows)["latency"]
         packed = [{k: v.numpy() for k, v in prepare((np.asarray([t]),)).items()} for t in one]
         for x in packed[:2]:

@@ -1,5 +1,5 @@
 """The checks a task's inputs pass before any graph runs: one implementation for the Python
-API (`Task.fit`/`evaluate`/`predict`, through `models/task_input_checks.py`) and the file
+API (`Task.fit`/`evaluate`/`predict`, through `models/task_inputs.py`) and the file
 readers (`read_glue`, `read_swag`, `encode_tags`), so a mistake gets the same answer both ways.
 
 Each failure is one line: the argument (or the file and line), the row, what was received and

@@ -53,6 +53,31 @@ def skips_more(value, allowed):
     return rank[value] > rank[allowed]
 
 
+def check_allowed(value, allowed, task):
+    """Raises ValueError where the encoder skips more of the padding (`value`) than `task` (a class
+    name) allows, since that task reads the encoder's outputs at padded positions."""
+    if skips_more(value, allowed):
+        raise ValueError(
+            f"{task} reads its encoder's outputs at padded positions (allows skip_padding={allowed!r}), but the "
+            f"backbone was built with skip_padding={value!r}. Build the backbone with skip_padding={allowed!r} or "
+            "None (the task then picks).")
+
+
+def compile_arguments(skip_padding, kwargs):
+    """`keras.Model.compile`'s `kwargs` for a model over an encoder that skips the padding as
+    `skip_padding`: XLA takes no new shape per batch, so `jit_compile="auto"` (or none given) becomes
+    False (what Keras picks on a CPU; the skipping path needs it elsewhere too) and True is refused."""
+    if not skips_more(skip_padding, NEVER):
+        return kwargs
+    if kwargs.get("jit_compile") is True:
+        raise ValueError(
+            "jit_compile=True cannot compile an encoder that skips the padding (each batch's token count is a new "
+            f"shape, which XLA does not take). Received: jit_compile=True with the backbone's skip_padding="
+            f"{skip_padding!r}. Build the task with skip_padding='never' (`from_preset(..., skip_padding='never')`), "
+            "or leave jit_compile at 'auto'.")
+    return dict(kwargs, jit_compile=False) if kwargs.get("jit_compile", "auto") == "auto" else kwargs
+
+
 def skips(skip_padding, padding_mask, training):
     """Whether a call takes the real-token path: a mask to find the tokens, and `training` exactly
     False (`predict`, `evaluate`, exports) or, with "always", exactly True (`fit`); a call that

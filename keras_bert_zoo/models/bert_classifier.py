@@ -9,7 +9,7 @@ from keras_bert_zoo.layers.masked_mean_pooling import MaskedMeanPooling
 from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.classifier_head import ClassifierHead
 from keras_bert_zoo.models.task import Task
-from keras_bert_zoo.models.task_predict import answers_as_numpy
+from keras_bert_zoo.models.task_pipeline import answers_as_numpy
 from keras_bert_zoo.models.task_inputs import packed_inputs
 
 

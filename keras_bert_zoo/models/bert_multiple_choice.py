@@ -5,7 +5,7 @@ import keras
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.task import Task
-from keras_bert_zoo.models.task_predict import answers_as_numpy
+from keras_bert_zoo.models.task_pipeline import answers_as_numpy
 from keras_bert_zoo.models.task_inputs import packed_inputs
 from keras_bert_zoo.text.multiple_choice_preprocessor import MultipleChoicePreprocessor
 

@@ -7,10 +7,11 @@ import tensorflow as tf
 from keras_bert_zoo.layers.initializers import bert_initializer
 from keras_bert_zoo.metrics import squad_dev
 from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models import task_pipeline
 from keras_bert_zoo.models import window_batches
 from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models.task import Task
-from keras_bert_zoo.models.task_predict import answers_as_numpy
+from keras_bert_zoo.models.task_pipeline import answers_as_numpy
 from keras_bert_zoo.models.task_inputs import packed_inputs
 from keras_bert_zoo.text.span_decoder import DECODER_SETTINGS, WINDOW_FIELDS, SpanDecoder
 from keras_bert_zoo.text.span_extractor_preprocessor import SpanExtractorPreprocessor, as_pairs
@@ -136,7 +137,7 @@ class BertSpanExtractor(Task):
                 f"of one length (sequence_length, cut to the longest). Received: length_buckets={buckets!r}."
             )
         preprocessor = self.preprocessor
-        key = (id(preprocessor),) + tuple(getattr(preprocessor, name) for name in getattr(preprocessor, "settings", ()))
+        key = task_pipeline.settings_key(preprocessor)
         cached = self.__dict__.get("_window_functions")
         if cached is None or cached[0] != key:  # traced once per preprocessor and settings
             self.check_sequence_length()
@@ -199,7 +200,7 @@ class BertSpanExtractor(Task):
             # Keras' cached predict function; tracing all of it per call would cost more.
             batch_contexts = contexts[begin : begin + size]
             windows = self.preprocessor.windows(questions[begin : begin + size], batch_contexts)
-            inputs, _, _ = inputs_lib.trim_to_longest({k: windows[k] for k in inputs_lib.SEQUENCE_KEYS})
+            inputs, _, _ = task_pipeline.trim_to_longest({k: windows[k] for k in inputs_lib.SEQUENCE_KEYS})
             # At most `size` windows a forward pass: one long passage makes thousands of windows, and
             # the activations of all of them at once would hold memory in proportion to the passage.
             parts_logits = [self._window_logits({k: v[w : w + size] for k, v in inputs.items()})

@@ -10,7 +10,7 @@ from keras_bert_zoo.models import answer_names as names
 from keras_bert_zoo.models import task_inputs as inputs_lib
 from keras_bert_zoo.models.classifier_head import ClassifierHead
 from keras_bert_zoo.models.task import Task
-from keras_bert_zoo.models.task_predict import answers_as_numpy
+from keras_bert_zoo.models.task_pipeline import answers_as_numpy
 from keras_bert_zoo.models.task_inputs import packed_inputs
 from keras_bert_zoo.text.token_classifier_preprocessor import TokenClassifierPreprocessor
 

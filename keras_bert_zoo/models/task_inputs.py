@@ -1,11 +1,16 @@
-"""What `Task.fit`/`evaluate`/`predict` do with raw inputs before Keras sees them.
+"""What a `Task` takes: raw text in its forms, read as columns; in-memory rows as a batched
+`tf.data.Dataset`; the steps a `fit` runs and the rows it records in the model card; and the checks
+that in-memory inputs of `fit`, `evaluate` and `predict` pass before any graph is traced
+(`keras_bert_zoo.data.input_checks` holds the checks, which the file readers share).
+`task_pipeline` runs the preprocessor over the batches.
 
-Raw strings (a list, a NumPy array, a tuple of columns for pairs, or a batched
-`tf.data.Dataset` of `(x, y)`) become a batched pipeline: preprocessor → padding cut
-to the longest row of the batch → prefetch. `predict` sorts in-memory rows by length
-first (so a batch holds rows of similar length) and restores the input order after.
-Also here: the number of inputs the preprocessor truncates (reported in one log
-line).
+A `tf.data.Dataset` is not checked (its rows exist only when the pipeline runs). Targets are
+checked and mapped against the task's own loss (`compile(loss="auto")`, the default); with a loss
+of the caller's (`compile(loss=...)`), only their rows are counted, since their meaning is the
+caller's. A task's `target_kind` says what its targets are: "classes" (one class per row:
+`num_classes` with `labels`, or `num_choices`; `num_classes=1` is a regression score),
+"word_labels" (a label per word of each sentence), "spans" (an answer's character span in each
+context) or None (rows counted only).
 """
 
 import logging
@@ -14,13 +19,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_zoo.data import input_checks as checks
+from keras_bert_zoo.presets import model_card
+from keras_bert_zoo.text.token_classifier_preprocessor import split_words
 
 logger = logging.getLogger("keras_bert_zoo.models")
 
 DEFAULT_BATCH_SIZE = 32
-# Cut lengths are rounded up to a multiple of 8: aligned for tensor cores, and XLA
-# compiles at most sequence_length / 8 shapes instead of one per length.
-PAD_MULTIPLE = 8
 SEQUENCE_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
 
@@ -128,7 +133,7 @@ def bucketed_dataset(x, y=None, sample_weight=None, batch_size=None, window_batc
     Each epoch: all rows shuffled, cut into windows of `window_batches * batch_size` rows,
     each window sorted by length (characters of all columns, a proxy for word pieces) and
     cut into batches, the batches shuffled within a buffer of `window_batches`. The cut to
-    the longest row (`trim_to_longest`) then pads each batch to about its rows' length,
+    the longest row (`task_pipeline.trim_to_longest`) then pads each batch to about its rows' length,
     not to the longest row of a random sample. Same rows per epoch and same number of
     batches as `in_memory_dataset(..., shuffle=True)`; only the grouping differs.
 
@@ -192,129 +197,6 @@ def split_off(x, y, sample_weight, fraction):
     return train + (held_out,)
 
 
-def trim_to_longest(x, y=None, sample_weight=None):
-    """Cuts the padding columns no row of the batch uses (rounded up to `PAD_MULTIPLE`).
-
-    `x`'s `token_ids`, `segment_ids` and `padding_mask` are cut on their last axis;
-    so is any `y`/`sample_weight` of rank >= 2 whose last dimension is the padded
-    length (per-token labels and weights).
-    """
-    mask = x["padding_mask"]
-    width = tf.shape(mask)[-1]
-    longest = tf.reduce_max(tf.concat([tf.reshape(tf.reduce_sum(mask, axis=-1), [-1]), [0]], 0))
-    cut = tf.minimum(width, (longest + PAD_MULTIPLE - 1) // PAD_MULTIPLE * PAD_MULTIPLE)
-    static_width = mask.shape[-1]
-    x = {k: (v[..., :cut] if k in SEQUENCE_KEYS else v) for k, v in x.items()}
-
-    def cut_targets(t):
-        if t is None or t.shape.rank is None or t.shape.rank < 2 or t.shape[-1] != static_width:
-            return t
-        return t[..., :cut]
-
-    y = None if y is None else keras.tree.map_structure(cut_targets, y)
-    sample_weight = None if sample_weight is None else keras.tree.map_structure(cut_targets, sample_weight)
-    return x, y, sample_weight
-
-
-def pipeline_functions(preprocessor):
-    """Returns `(prepare, count)`: tf.functions over a raw `(x[, y[, sample_weight]])`
-    batch. `prepare` runs the preprocessor and cuts the padding; `count` gives
-    `[truncated, total]` input sequences (None without `preprocessor.truncated_rows`).
-    A task keeps them, so that each call's pipeline reuses their traces."""
-
-    @tf.function(autograph=False, reduce_retracing=True)
-    def prepare(data):
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(preprocessor(x, y, sample_weight))
-        return keras.utils.pack_x_y_sample_weight(*trim_to_longest(x, y, sample_weight))
-
-    count_rows = getattr(preprocessor, "truncated_rows", None)
-    if count_rows is None:
-        return prepare, None
-
-    @tf.function(autograph=False, reduce_retracing=True)
-    def count(data):
-        flags = tf.reshape(count_rows(keras.utils.unpack_x_y_sample_weight(data)[0]), [-1])
-        return tf.stack([tf.reduce_sum(tf.cast(flags, tf.int64)), tf.size(flags, out_type=tf.int64)])
-
-    return prepare, count
-
-
-def _packed(function):
-    """tf.data passes a tuple element's items as arguments; the tf.functions take the tuple
-    (one traced signature per structure: `(x,)`, `(x, y)`, `(x, y, sample_weight)`)."""
-    return tf.autograph.experimental.do_not_convert(lambda *data: function(data))
-
-
-def preprocess(dataset, prepare, regroup=None):
-    """Maps `prepare` (see `pipeline_functions`) over the batches, in order, prefetching.
-    `regroup` (a function of the mapped dataset) rebatches its rows first: span extraction's
-    training steps take a fixed number of windows, not all the windows of some questions
-    (`window_batches.py`)."""
-    dataset = dataset.map(_packed(prepare), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if regroup is not None:
-        dataset = regroup(dataset)
-    return dataset.prefetch(tf.data.AUTOTUNE).with_options(_OPTIONS)
-
-
-# tf.data's default graph rewrites found nothing to gain on the tokenizer's graph but
-# cost time on every iterator, i.e. on every fit/evaluate/predict call (as in pretraining_writer).
-# Without the autotuner (AUTOTUNE is then one call per core; the model step, not the
-# tokenizer, is the bottleneck): inside Keras' `fit`, the teardown of an epoch's iterator
-# waited for the autotuner's thread to wake from its sleep, up to its optimisation period
-# (TensorFlow 2.21, at the next epoch's start or at the end of `fit`; gdb showed the
-# teardown in Model::OptimizeLoop's wait).
-_OPTIONS = tf.data.Options()
-_OPTIONS.experimental_optimization.apply_default_optimizations = False
-_OPTIONS.autotune.enabled = False
-
-
-def report_truncated(dataset, preprocessor, count, steps=None):
-    """Counts the inputs the preprocessor will truncate and logs one line; returns the count.
-
-    `count` is from `pipeline_functions`; without it (a preprocessor without
-    `truncated_rows`), or for a dataset of unknown or infinite length without
-    `steps`, nothing is counted (returns None).
-    """
-    if count is None:
-        return None
-    if steps is not None:
-        dataset = dataset.take(steps)
-    elif dataset.cardinality() < 0:
-        return None
-    counts = dataset.map(_packed(count), num_parallel_calls=tf.data.AUTOTUNE)
-    truncated, total = (int(v) for v in counts.reduce(tf.zeros([2], tf.int64), lambda a, b: a + b))
-    _log_truncated(preprocessor, truncated, total)
-    return truncated
-
-
-# Rows per `count` call on in-memory text: few calls, bounded memory.
-COUNT_CHUNK = 4096
-
-
-def count_truncated(columns, preprocessor, count):
-    """`report_truncated` for in-memory raw columns: `count` over chunks of the rows, without a
-    `tf.data` pass (whose tracing and graph optimisation would be paid on every call).
-    Logs one line; returns the count (None without `count`)."""
-    if count is None:
-        return None
-    totals = np.zeros([2], "int64")
-    for start in range(0, num_rows(columns), COUNT_CHUNK):
-        chunk = keras.tree.map_structure(lambda column: column[start : start + COUNT_CHUNK], columns)
-        totals += count((chunk,)).numpy()
-    _log_truncated(preprocessor, int(totals[0]), int(totals[1]))
-    return int(totals[0])
-
-
-def _log_truncated(preprocessor, truncated, total):
-    level = logging.WARNING if truncated else logging.INFO
-    logger.log(
-        level,
-        "Truncated %d of %d input sequences to sequence_length=%s (%s).",
-        truncated, total, preprocessor.sequence_length, getattr(preprocessor, "truncate", "longest_first"),
-    )
-
-
 def steps_of(dataset, steps_per_epoch):
     """Batches one epoch runs: `steps_per_epoch`, else the dataset's (finite) length."""
     if steps_per_epoch is not None:
@@ -329,3 +211,118 @@ def steps_of(dataset, steps_per_epoch):
             "Pass `steps_per_epoch`."
         )
     return steps
+
+
+def run_steps(x, batch_size, epochs, steps_per_epoch):
+    """The steps a `fit` call runs (at least 1): epochs × batches per epoch, over a dataset
+    (`steps_of`) or in-memory rows in batches of `batch_size`."""
+    if isinstance(x, tf.data.Dataset):
+        steps = steps_of(x, steps_per_epoch)
+    else:
+        steps = steps_per_epoch or -(-num_rows(x) // (batch_size or DEFAULT_BATCH_SIZE))
+    return max(int(steps) * max(int(epochs), 1), 1)
+
+
+def record_fit(task, x, y, history, epochs, batch_size, validation=None):
+    """`Task.record_fit`: adds a finished `fit` to `task.model_card` (`model_card.record_fit`): the rows it
+    trained on, its last epoch's metrics, a classifier's baseline and the call."""
+    columns = None
+    if not isinstance(x, tf.data.Dataset) and x is not None:
+        columns = x if is_packed(x) else as_columns(x)
+        batch_size = batch_size or DEFAULT_BATCH_SIZE
+    classes = task.target_kind == "classes" and getattr(task, "num_classes", 2) != 1
+    model_card.record_fit(task.model_card, columns, y, history, epochs, batch_size, validation,
+                          getattr(task, "labels", None), classes)
+
+
+# === The checks of in-memory inputs, before any graph ===
+def check_sequence_length(task):
+    """`Task.check_sequence_length`: raises if the preprocessor packs longer rows than the backbone has
+    positions for."""
+    length = getattr(task.preprocessor, "sequence_length", None)
+    limit = getattr(getattr(task, "backbone", None), "max_sequence_length", None)
+    if isinstance(length, int) and isinstance(limit, int) and length > limit:
+        raise ValueError(
+            f"The preprocessor's sequence_length={length} exceeds the backbone's max_sequence_length={limit} (its "
+            f"position embeddings). Set `task.preprocessor.sequence_length` to at most {limit}.")
+
+
+def checked_inputs(task, x, y=None, sample_weight=None, call="fit", names=("x", "y", "sample_weight"),
+                   own_loss=True):
+    """`(x, y, sample_weight)` checked before any graph: `y` mapped to ids where given as names.
+
+    Args:
+        task: the `Task` (its `preprocessor`, and `checked_targets` for `y`).
+        x, y, sample_weight: as `fit` takes them.
+        call: str. The method, for messages ("fit", "evaluate", "predict").
+        names: the three arguments' names in messages (`validation_data[0]`, ...).
+        own_loss: bool. Whether the task compiled with its own loss, whose targets it knows.
+
+    Raises:
+        ValueError: one line naming the argument, the row and the fix: texts that are not
+            strings, no rows, rows that disagree, a label the task does not know.
+    """
+    if x is None or isinstance(x, tf.data.Dataset):
+        return x, y, sample_weight
+    if isinstance(y, tf.RaggedTensor):  # word labels as ragged rows: checked as lists
+        y = y.to_list()
+    elif tf.is_tensor(y) and tf.executing_eagerly():
+        y = y.numpy()
+    columns = None
+    if task.preprocessor is not None and not is_packed(x):
+        columns = keras.tree.flatten(as_columns(x, keep_items=True))
+        checks.check_texts(columns, names[0])
+    if columns is None or len(columns) == 1:
+        counts = {f"`{names[0]}`": _rows(x) if columns is None else len(columns[0])}
+    else:  # pairs (or a context and its endings): each column must have the rows of the first
+        counts = {f"`{names[0]}` column {number}": len(column) for number, column in enumerate(columns, 1)}
+    for name, value in ((names[1], y), (names[2], sample_weight)):
+        if value is not None and _rows(value) is not None:
+            counts[f"`{name}`"] = _rows(value)
+    checks.check_rows(counts, call)
+    if y is not None and columns is not None and own_loss:
+        y = task.checked_targets(y, columns, names[1])
+    return x, y, sample_weight
+
+
+def checked_validation(task, validation_data):
+    """`Task.checked_validation`: `fit`'s `validation_data` (an `(x, y[, sample_weight])` tuple) checked as
+    `evaluate` checks."""
+    if isinstance(validation_data, tf.data.Dataset) or not isinstance(validation_data, (tuple, list)):
+        return validation_data
+    x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
+    names = tuple(f"validation_data[{i}]" for i in range(3))
+    checked = task.checked_inputs(x, y, sample_weight, "fit's validation", names)
+    return keras.utils.pack_x_y_sample_weight(*checked)
+
+
+def checked_targets(task, y, columns, name="y"):
+    """`Task.checked_targets`: `y` as the task's loss reads it (class ids, scores, word label ids, spans),
+    checked row by row."""
+    kind, task_name = task.target_kind, type(task).__name__
+    labels = getattr(task, "labels", None)
+    if kind == "word_labels":
+        # Words per sentence, split as the token classifier's preprocessor splits them.
+        words = split_words(tf.constant([_text(s) for s in np.asarray(columns[0], dtype=object).reshape(-1)]))[0]
+        return checks.word_label_ids(y, words.row_lengths().numpy(), task.num_classes, labels, name, task_name)
+    if kind == "spans":
+        return checks.spans(y, [len(_text(c)) for c in columns[1]], name)
+    if kind != "classes":
+        return y
+    if getattr(task, "num_classes", None) == 1:
+        return checks.scores(y, name, task_name)
+    if getattr(task, "num_classes", None) is not None:
+        return checks.class_ids(y, task.num_classes, labels, name, "num_classes", task_name)
+    if getattr(task, "num_choices", None) is not None:
+        return checks.class_ids(y, task.num_choices, None, name, "num_choices", task_name)
+    return y
+
+
+def _rows(value):
+    """Rows of an array-like, a tuple/dict of them (the first's), or None."""
+    flat = keras.tree.flatten(value) if isinstance(value, (tuple, dict)) else [value]
+    return len(flat[0]) if flat and hasattr(flat[0], "__len__") else None
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

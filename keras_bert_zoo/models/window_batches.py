@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models import task_pipeline
 
 # Batches of windows in the shuffle buffer: a question's windows (adjacent when windowed) are
 # spread over several steps, as run_squad.py's buffer of 100 features does; ~8 x 16 rows of ids.
@@ -49,7 +50,7 @@ def window_functions(preprocessor):
     @tf.function(autograph=False, reduce_retracing=True)
     def trim(data):
         return keras.utils.pack_x_y_sample_weight(
-            *inputs_lib.trim_to_longest(*keras.utils.unpack_x_y_sample_weight(data)))
+            *task_pipeline.trim_to_longest(*keras.utils.unpack_x_y_sample_weight(data)))
 
     @tf.function(autograph=False, reduce_retracing=True)
     def count(questions, contexts):
@@ -100,4 +101,4 @@ def training_dataset(functions, x, y, sample_weight=None, batch_size=None, shuff
                                           deterministic=True)
         return dataset.apply(tf.data.experimental.assert_cardinality(steps))
 
-    return inputs_lib.preprocess(questions_batches, windows, regroup=regroup)
+    return task_pipeline.preprocess(questions_batches, windows, regroup=regroup)

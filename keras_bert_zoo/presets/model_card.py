@@ -11,14 +11,26 @@ key holds the facts as one JSON object (JSON is YAML), which `read_card` reads b
 `from_preset` gives them as `task.model_card`. The card is documentation, never configuration:
 it is written after `manifest.json`, so it is not verified, and a card edited, removed or
 unreadable changes nothing about loading (an unreadable one is logged).
+
+The facts come from the task: `from_preset` starts them (the preset it came from, or that
+preset's own card); each `fit` on in-memory rows adds what it trained on (rows and their
+sha256), its last epoch's metrics and, for a classifier, the score of always answering the
+commonest training label (`record_fit`); `save_to_preset` adds the task, labels, precision and
+versions. `tools/finetune.py` rewrites the card with the run's data files, dev scores and
+baseline, and its command.
 """
 
+import hashlib
 import json
 import logging
 import os
 
+import keras
+import numpy as np
+
 from keras_bert_zoo.presets.hf_hub import SCHEME as HF_SCHEME
 from keras_bert_zoo.utils import files
+from keras_bert_zoo.utils.versions import package_versions
 
 CARD_FILE = "README.md"
 FACTS_KEY = "keras_bert_zoo"
@@ -126,3 +138,69 @@ def read_card(directory):
     except (OSError, UnicodeDecodeError, ValueError) as e:
         logger.warning("%s: the model card's facts could not be read (%s); the preset loads without them.", path, e)
         return None
+
+
+def card_facts(task):
+    """`Task.card_facts`: `task.model_card` with what the task says of itself now: class, labels,
+    precision, versions."""
+    facts = {k: v for k, v in task.model_card.items() if k != "loaded_from"}  # this session's, not the model's
+    facts.update(task=type(task).__name__, labels=getattr(task, "labels", None),
+                 precision=task.backbone.dtype_policy.name, versions=package_versions())
+    return facts
+
+
+def rows_sha256(columns, y=None):
+    """The sha256 of in-memory rows: each text (UTF-8, NUL-terminated) column by column, then the
+    targets' bytes; what a card gives for data that came from no file."""
+    digest = hashlib.sha256()
+    for column in keras.tree.flatten(columns):
+        for value in np.asarray(column, dtype=object).reshape(-1):
+            digest.update((value if isinstance(value, bytes) else str(value).encode("utf-8")) + b"\0")
+    if y is not None:
+        digest.update(np.ascontiguousarray(np.asarray(y)).tobytes())
+    return digest.hexdigest()
+
+
+def majority_baseline(y, validation=None, labels=None):
+    """Accuracy of always answering the commonest training class (on the training rows and on
+    `validation`'s targets), for targets that are class ids; None for others."""
+    if y is None:
+        return None
+    y = np.asarray(y).reshape(-1)
+    if y.dtype.kind not in "iu" or not y.size:
+        return None
+    common = int(np.bincount(y).argmax())
+    name = repr(labels[common]) if labels else str(common)
+    metrics = {"accuracy": float(np.mean(y == common))}
+    if validation is not None:
+        held_out = np.asarray(validation).reshape(-1)
+        metrics["val_accuracy"] = float(np.mean(held_out == common))
+    return {"predicts": f"always the commonest training class, {name}", "metrics": metrics}
+
+
+def record_fit(card, columns, y, history, epochs, batch_size, validation=None, labels=None, classes=True):
+    """Adds a finished `fit` to `card` (a task's `model_card`): the rows it trained on, its last
+    epoch's metrics, the majority baseline where `classes` (targets that are class ids) and the call.
+
+    Args:
+        columns: the in-memory rows `fit` took (raw text columns or packed ids), or None for a
+            `tf.data.Dataset`.
+        y, validation: the training and validation targets, or None.
+        history: `{metric: [value per epoch]}` or None.
+        epochs, batch_size: as `fit` ran them.
+        labels: the class names, or None.
+    """
+    if card.get("loaded_from") is not None:
+        card["source_preset"] = card["loaded_from"]  # these weights started from the loaded preset
+    if columns is None:
+        entry = {"name": "fit(x): a tf.data.Dataset", "rows": None, "sha256": None}
+        rows = "a dataset"
+    else:
+        rows = len(keras.tree.flatten(columns)[0])
+        entry = {"name": "fit(x, y): in-memory rows", "rows": rows, "sha256": rows_sha256(columns, y)}
+    card["data"] = list(card.get("data") or []) + [entry]
+    card["metrics"] = {name: float(values[-1]) for name, values in (history or {}).items() if values}
+    card["baseline"] = majority_baseline(y, validation, labels) if classes else None
+    code = list((card.get("made_by") or {}).get("code") or [])
+    code.append(f"task.fit(x, y)  # {rows} rows, epochs={epochs}, batch_size={batch_size}")
+    card["made_by"] = {"code": code}

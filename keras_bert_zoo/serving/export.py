@@ -55,6 +55,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert_zoo.models import answer_names
 from keras_bert_zoo.models import task_inputs as inputs_lib
+from keras_bert_zoo.models import task_pipeline
 from keras_bert_zoo.serving import specs as export_tasks
 from keras_bert_zoo.serving.export_target import (RECORD, VOCABULARY_FILE, export_target, is_export,
                                                   next_version_base)
@@ -164,7 +165,7 @@ def serving_functions(task, spec, signatures, max_input_chars=MAX_INPUT_CHARS):
         with tf.control_dependencies(check_rows(capped)):
             raw = {name: tf.identity(value) for name, value in capped.items()}
         packed = spec.preprocess(preprocessor, raw)
-        packed, _, _ = inputs_lib.trim_to_longest(packed)
+        packed, _, _ = task_pipeline.trim_to_longest(packed)
         return {**answer(packed, raw), answer_names.INPUT_TRUNCATED: truncated}
 
     def from_ids(packed):

@@ -3,7 +3,8 @@
 `StepCheckpointer` feeds `fit` from an iterator that a `TrainingCheckpoint` owns and
 saves every N steps; `NonFiniteGuard` stops on a NaN/inf loss or weight naming the
 step; `ScalarLogger` writes training scalars for TensorBoard; `BuildAwareProgbar` is
-Keras' progress bar without the graph build in its rate and ETA. (Held-out evaluation:
+Keras' progress bar without the graph build in its rate and ETA (`with_progress_bar` adds it
+to `Task.fit`'s callbacks). (Held-out evaluation:
 `pretraining_eval.HeldOutEvaluation`.)
 """
 
@@ -16,6 +17,7 @@ import tensorflow as tf
 
 from keras_bert_zoo.training.held_out import write_scalar
 from keras_bert_zoo.training.replica_steps import replica_step_function
+from keras_bert_zoo.utils.precision import model_precision_line
 
 
 class NonFiniteError(FloatingPointError):
@@ -244,3 +246,13 @@ class BuildAwareProgbar(keras.callbacks.ProgbarLogger):
         self.seen = batch + 1
         self.progbar.update(self.seen, list((logs or {}).items()), finalize=False)
         self.progbar.verbose = self.verbose
+
+
+def with_progress_bar(callbacks, verbose, policy):
+    """`Task.fit`'s callbacks: with a progress bar (verbose) and none of the caller's, ours, which
+    says the graph build apart (kept out of the ETA) after a line naming the precision (`policy`,
+    the model's dtype policy's name) it trains in."""
+    callbacks = list(callbacks or [])
+    if verbose != 0 and not any(isinstance(c, keras.callbacks.ProgbarLogger) for c in callbacks):
+        callbacks.append(BuildAwareProgbar(announce=model_precision_line(policy)))
+    return callbacks

@@ -17,6 +17,28 @@ from keras_bert_zoo.training.optimizer import BertAdamW, LinearWarmupLinearDecay
 
 logger = logging.getLogger("keras_bert_zoo.training")
 
+# The recipe's defaults (`Task.compile`'s). The paper's grid is {5e-5, 4e-5, 3e-5, 2e-5} (§A.3).
+# 5e-5 is its top, keras-hub's and HF Trainer's default, and the one that converges within the
+# single short epoch that small models get on CPUs; pass `learning_rate=2e-5` for BERT-Large on
+# small sets.
+DEFAULT_LEARNING_RATE = 5e-5
+DEFAULT_WARMUP_RATIO = 0.1  # run_classifier.py's warmup_proportion
+
+
+def recipe_arguments(optimizer, loss, metrics, learning_rate, warmup_ratio, kwargs):
+    """`Task.compile`'s arguments, checked, as a `.keras` file stores them to compile again on
+    loading: the caller's, without the recipe's defaults (serialized)."""
+    if not learning_rate or learning_rate <= 0:
+        raise ValueError(f"`learning_rate` must be positive. Received: learning_rate={learning_rate!r}.")
+    if not 0.0 <= warmup_ratio <= 1.0:
+        raise ValueError(f"`warmup_ratio` must be in [0, 1]. Received: warmup_ratio={warmup_ratio!r}.")
+    arguments = dict(optimizer=optimizer, **kwargs)
+    defaults = dict(loss="auto", metrics="auto", learning_rate=DEFAULT_LEARNING_RATE, warmup_ratio=DEFAULT_WARMUP_RATIO)
+    for key, value in dict(loss=loss, metrics=metrics, learning_rate=learning_rate, warmup_ratio=warmup_ratio).items():
+        if not (isinstance(value, (str, float)) and value == defaults[key]):
+            arguments[key] = value
+    return keras.saving.serialize_keras_object(arguments)
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")
 class RunSchedule(LinearWarmupLinearDecay):
@@ -35,6 +57,15 @@ class RunSchedule(LinearWarmupLinearDecay):
 
     def get_config(self):
         return dict(super().get_config(), start_step=self.start_step)
+
+
+def start_run(optimizer, run_schedule, total_steps):
+    """Sets `optimizer`'s learning rate to the `"auto"` schedule (`run_schedule`: peak learning
+    rate and warm-up ratio) over the `total_steps` one `fit` call runs, from its current step."""
+    peak, ratio = run_schedule
+    start = int(keras.ops.convert_to_numpy(optimizer.iterations))
+    # As run_classifier.py: int(num_train_steps * warmup_proportion).
+    optimizer.learning_rate = RunSchedule(peak, int(total_steps * ratio), total_steps, start_step=start)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_zoo")

@@ -6,9 +6,16 @@ so multi-worker `fit`/`evaluate` fails. This one reduces with `axis=None`. Used 
 pretraining loop's checkpointer and by `Task.fit`/`evaluate` on several workers.
 """
 
+import keras
 import tensorflow as tf
 
 from keras_bert_zoo.utils import keras_internals
+
+
+def on_several_workers(model):
+    """Whether `model` runs under a multi-worker strategy (TensorFlow backend only)."""
+    strategy = getattr(model, "distribute_strategy", None)
+    return strategy is not None and keras_internals.in_multi_worker_mode(strategy)
 
 
 def replica_step_function(model, step):
@@ -48,6 +55,20 @@ def placeholder_batch(dataset):
     return tf.nest.map_structure(lambda s: tf.zeros([2 if d is None else d for d in s.shape], s.dtype), spec)
 
 
+def build_state(model, dataset):
+    """Creates the optimizer's and compiled metrics' variables before `fit`'s first step on `dataset`.
+
+    Without a distribution strategy, Keras 3.15 (TensorFlow) creates them while tracing
+    the first step, and TensorFlow then traces the step a second time without variable
+    creation: twice the graph building of every `fit`. Built here from zeros of one batch's
+    structure, the step is traced once. Nothing to do for other inputs or backends."""
+    if (not isinstance(dataset, tf.data.Dataset) or keras.backend.backend() != "tensorflow"
+            or not isinstance(dataset.element_spec, tuple) or len(dataset.element_spec) < 2):
+        return
+    with model.distribute_strategy.scope():
+        keras_internals.symbolic_build(model, placeholder_batch(dataset))
+
+
 def fit_on_workers(model, fit, dataset):
     """Runs `fit()` (a `Model.fit` call on `dataset`) under MultiWorkerMirroredStrategy.
 
@@ -63,3 +84,12 @@ def fit_on_workers(model, fit, dataset):
         return fit()
     finally:
         keras_internals.restore_fit_metric_build(model)
+
+
+def run_fit(model, fit, x):
+    """Runs `fit()` (`model`'s `Model.fit` call on `x`): on several workers through `fit_on_workers`,
+    else after `build_state`."""
+    if isinstance(x, tf.data.Dataset) and on_several_workers(model):
+        return fit_on_workers(model, fit, x)
+    build_state(model, x)
+    return fit()

@@ -16,6 +16,7 @@ models built without `dtype` while the global policy is float32 take it.
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -193,3 +194,30 @@ def resolve_precision(precision):
             f"`precision` must be 'auto' or one of {', '.join(PRECISIONS)}. Received: {precision!r}."
         )
     return precision
+
+
+def widen_in_graph(outputs):
+    """`predict_step`'s bf16/fp16 output tensors cast to float32 (ragged ones are left as they are): a
+    MultiWorkerMirroredStrategy gathers them with collective ops that take no bfloat16 (a bf16 model's
+    predict failed there), and users get float32 from `predict` whatever the policy."""
+    def widen(output):
+        dtype = getattr(output, "dtype", None)
+        if dtype is None or isinstance(output, tf.RaggedTensor):
+            return output
+        if keras.backend.standardize_dtype(dtype) in ("bfloat16", "float16"):
+            return keras.ops.cast(output, "float32")
+        return output
+
+    return keras.tree.map_structure(widen, outputs)
+
+
+def as_float32(outputs):
+    """Half-precision outputs (bf16/fp16 under a mixed policy) as float32 NumPy arrays:
+    what a user's NumPy, SciPy or scikit-learn code takes."""
+    def widen(output):
+        output = np.asarray(output) if isinstance(output, (np.ndarray, np.generic)) else output
+        if isinstance(output, np.ndarray) and output.dtype.name in ("bfloat16", "float16"):
+            return output.astype("float32")
+        return output
+
+    return keras.tree.map_structure(widen, outputs)
