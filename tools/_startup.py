@@ -34,7 +34,6 @@ import errno
 import importlib.util
 import os
 import re
-import signal
 import sys
 import threading
 
@@ -175,27 +174,6 @@ def error_line(error):
     return " ".join(text.split())
 
 
-# Seconds after a Ctrl-C at which it is raised again while the tool still runs: Keras swallows an
-# interrupt that lands in one of its bare `except:` blocks (`ops.shape` while a step is traced),
-# and the run then went on as if no Ctrl-C had come.
-INTERRUPT_AGAIN_S = 0.5
-
-
-def _interrupt(signum, frame):
-    if hasattr(signal, "setitimer"):
-        signal.signal(signal.SIGALRM, _interrupt)
-        signal.setitimer(signal.ITIMER_REAL, INTERRUPT_AGAIN_S)
-    raise KeyboardInterrupt
-
-
-def _stop_interrupting(previous):
-    """The interrupt caught (or `main` done): no second one, and SIGINT's handler as it was."""
-    if hasattr(signal, "setitimer"):
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    if signal.getsignal(signal.SIGINT) is _interrupt:
-        signal.signal(signal.SIGINT, previous)
-
-
 def run_main(main, argv=None, prog=None):
     """Runs a tool's `main(argv)`; a user error (`is_user_error`) prints one line and exits 2.
 
@@ -213,13 +191,9 @@ def run_main(main, argv=None, prog=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     argv = [arg for arg in argv if arg != DEBUG_FLAG]
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is signal.default_int_handler and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _interrupt)
     try:
         return main(argv)
     except KeyboardInterrupt:
-        _stop_interrupting(previous)
         if debug:
             raise
         sys.stderr.flush()
@@ -236,5 +210,3 @@ def run_main(main, argv=None, prog=None):
                          f"(add {DEBUG_FLAG} for the traceback)\n")
         sys.stderr.flush()
         sys.exit(2)
-    finally:
-        _stop_interrupting(previous)
