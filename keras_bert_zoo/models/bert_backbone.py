@@ -184,7 +184,7 @@ class BertBackbone(Backbone):
         if self.skip_padding is None:
             check_skip_padding(skip_padding, keras.backend.backend())
             if self.per_sequence_above is None and skip_padding != NEVER:
-                self.per_sequence_above = check_per_sequence_above(per_sequence_above)
+                self.per_sequence_above = per_sequence_above
             check_per_sequence_above(self.per_sequence_above, skip_padding)
             self.skip_padding = skip_padding
             for layer in self.transformer_layers:
