@@ -18,7 +18,6 @@ CPU kind); `report.py` turns it into docs/demo.md's table and PNG.
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 
@@ -61,19 +60,6 @@ def parse_args(argv=None):
     return args
 
 
-def cpu_kind():
-    """The CPU's matrix-unit kind, as docs/benchmarks.md names it."""
-    try:
-        flags = open("/proc/cpuinfo", encoding="utf-8").read()
-    except OSError:
-        return platform.processor() or "unknown"
-    if "amx_bf16" in flags:
-        return "Intel Xeon with AMX (amx_bf16)"
-    if "avx512_bf16" in flags:
-        return "AMD Zen 4 kind (avx512_bf16)"
-    return "AVX2-only kind"
-
-
 def pretrain(args, corpus, vocab, steps):
     """One budget's pretraining (resumed if interrupted); returns its record."""
     from keras_bert_zoo.pretraining.run import run_pretraining
@@ -105,6 +91,7 @@ def main(argv=None):
     os.makedirs(args.output_dir, exist_ok=True)
     from keras_bert_zoo.finetuning.protocol import Ledger, ProtocolConfig, deterministic, majority_accuracy, run_protocol
     from tools.demo import recipe
+    from tools.demo.stages import cpu_kind
 
     corpus_dir = os.path.join(args.output_dir, "corpus")
     corpus = recipe.prepare_corpus(corpus_dir)

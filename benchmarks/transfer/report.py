@@ -6,7 +6,8 @@ than two standard deviations on every task, or the largest budget's margins).
     python benchmarks/transfer/report.py --curve runs/transfer/curve.json \\
         --levers runs/transfer_levers/curve.json --step-seconds 0.17
 
-`--step-seconds`: one pretraining step of the recipe on an otherwise idle machine (the runs'
+`--demo runs/demo/summary.json runs/demo-seed1/summary.json` also writes the tables `make demo` printed
+(a column pair per run). `--step-seconds`: one pretraining step of the recipe on an otherwise idle machine (the runs'
 own seconds include whatever else ran beside them; both are printed).
 """
 
@@ -25,6 +26,7 @@ PNG = os.path.join(ROOT, "docs", "transfer_curve.png")
 JSON = os.path.join(ROOT, "docs", "measurements", "transfer_curve.json")
 BEGIN, END = "<!-- transfer-curve:begin -->", "<!-- transfer-curve:end -->"
 LEVERS_BEGIN, LEVERS_END = "<!-- transfer-levers:begin -->", "<!-- transfer-levers:end -->"
+DEMO_BEGIN, DEMO_END = "<!-- demo-table:begin -->", "<!-- demo-table:end -->"
 
 
 def margin(ours, random):
@@ -125,6 +127,35 @@ def levers_table(levers):
     return "\n".join(lines)
 
 
+def demo_table(summaries):
+    """The table each `make demo` run printed (its `summary.json`): a row per start, a column per task and
+    run, mean ± std over the run's seeds on test; above it, each run's command, time, CPU and load."""
+    tasks = summaries[0]["finetuning"]["tasks"]
+    lines, head = [], []
+    for s in summaries:
+        f, seed = s["finetuning"], s["args"]["seed"]
+        seeds = f"seeds {f['seeds'][0]}–{f['seeds'][-1]}"
+        command = "make demo" if seed == 0 else f"python tools/quickstart.py --seed {seed}"
+        stages = ", ".join(f"{name} {s['seconds'][name] / 60:.1f}" for name in ("pretrain", "finetune", "serve")
+                           if name in s["seconds"])
+        lines.append(f"- `{command}` ({seeds}): {s['total_seconds'] / 60:.1f} minutes after the install ({stages}), "
+                     f"{s.get('cpu', 'CPU kind not recorded')}, {s.get('cores', '?')} cores, {s['args'].get('precision') or 'float32'}, load average "
+                     f"{s['load_average_start']:.1f} at the start, {s['load_average_end']:.1f} at the end")
+        head += [f"{t}, {seeds}" for t in tasks]
+    lines += ["", "| start | " + " | ".join(head) + " |", "|" + "---|" * (1 + len(head))]
+    names = {"real": "real all-MiniLM-L6-v2 (frozen features)", "ours": "ours ({steps:,} steps)",
+             "random": "random init (same architecture)"}
+    for start in ("real", "ours", "random"):
+        label = names[start].format(steps=summaries[0]["finetuning"]["our_steps"])
+        lines.append(f"| {label} | " + " | ".join(cell(s["finetuning"][t][start]) for s in summaries for t in tasks)
+                     + " |")
+    lines.append("| majority class | " + " | ".join(f"{s['finetuning'][t]['majority']:.3f}" for s in summaries
+                                                   for t in tasks) + " |")
+    margins = [margin(s["finetuning"][t]["ours"], s["finetuning"][t]["random"]) for s in summaries for t in tasks]
+    lines.append("| ours − random (2σ) | " + " | ".join(f"{d:+.3f} ({band:.3f})" for d, band in margins) + " |")
+    return "\n".join(lines)
+
+
 def plot(curve, rows, path):
     import matplotlib
 
@@ -165,6 +196,8 @@ def main(argv=None):
     p.add_argument("--curve", required=True)
     p.add_argument("--levers", default=None)
     p.add_argument("--step-seconds", type=float, required=True)
+    p.add_argument("--demo", nargs="+", default=None, metavar="SUMMARY",
+                   help="`make demo` runs' summary.json files, for the table of what the demo printed.")
     args = p.parse_args(argv)
     with open(args.curve, encoding="utf-8") as f:
         curve = json.load(f)
@@ -178,6 +211,12 @@ def main(argv=None):
     if args.levers:
         with open(args.levers, encoding="utf-8") as f:
             text = replace_section(text, LEVERS_BEGIN, LEVERS_END, levers_table(json.load(f)))
+    if args.demo:
+        summaries = []
+        for path in args.demo:
+            with open(path, encoding="utf-8") as f:
+                summaries.append(json.load(f))
+        text = replace_section(text, DEMO_BEGIN, DEMO_END, demo_table(summaries))
     atomic_write_text(DOC, text)
     print(curve_table(curve, rows))
     return rows

@@ -68,3 +68,32 @@ def test_a_lever_is_compared_with_the_recipe_at_its_own_steps():
     lever = next(r for r in rows if r.startswith("| lever: nsp=True | 4,000 |"))
     assert lever.endswith("| +0.010 (0.024), -0.007 (0.028) | no: within 2σ |")
     assert all(r.endswith("| – | recipe |") for r in rows if r.startswith("| recipe:"))
+
+
+def _demo_run(seed, ours_polarity):
+    def start(mean, std):
+        return _result(mean, std)
+
+    tasks = {"polarity": {"real": start(0.75, 0.002), "ours": start(*ours_polarity), "random": start(0.67, 0.009),
+                          "majority": 0.558},
+             "definitions": {"real": start(0.67, 0.004), "ours": start(0.59, 0.013), "random": start(0.63, 0.022),
+                             "majority": 0.499}}
+    return {"args": {"seed": seed, "precision": None}, "cpu": "test kind", "cores": 2, "total_seconds": 522.0,
+            "seconds": {"serve": 12.0, "finetune": 290.0, "pretrain": 220.0}, "load_average_start": 0.5,
+            "load_average_end": 1.5,
+            "finetuning": dict(tasks, tasks=["polarity", "definitions"], seeds=[seed, seed + 1, seed + 2],
+                               our_steps=1500)}
+
+
+def test_the_demo_table_has_a_column_per_task_and_run_and_each_runs_conditions():
+    lines = report.demo_table([_demo_run(0, (0.62, 0.013)), _demo_run(1, (0.70, 0.004))]).splitlines()
+    assert lines[0] == ("- `make demo` (seeds 0–2): 8.7 minutes after the install (pretrain 3.7, finetune 4.8, "
+                        "serve 0.2), test kind, 2 cores, float32, load average 0.5 at the start, 1.5 at the end")
+    assert lines[1].startswith("- `python tools/quickstart.py --seed 1` (seeds 1–3):")
+    assert lines[3] == ("| start | polarity, seeds 0–2 | definitions, seeds 0–2 | polarity, seeds 1–3 | "
+                        "definitions, seeds 1–3 |")
+    assert lines[6] == "| ours (1,500 steps) | 0.620 ± 0.013 | 0.590 ± 0.013 | 0.700 ± 0.004 | 0.590 ± 0.013 |"
+    assert lines[8] == "| majority class | 0.558 | 0.499 | 0.558 | 0.499 |"
+    two_std = 2 * math.hypot(0.013, 0.009)
+    assert lines[9].startswith(f"| ours − random (2σ) | -0.050 ({two_std:.3f}) | -0.040 (")
+    assert f"| +0.030 ({2 * math.hypot(0.004, 0.009):.3f}) |" in lines[9]

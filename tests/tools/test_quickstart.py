@@ -210,3 +210,4 @@ def test_quickstart_tiny_end_to_end(tmp_path):
     assert on_disk["finetuning"] == json.loads(json.dumps(f))
     assert set(on_disk["seconds"]) == {"pretrain", "finetune", "serve"}
     assert on_disk["args"]["precision"] == "float32"  # the default, on every CPU kind
+    assert on_disk["cpu"] == stages.cpu_kind() and on_disk["cores"] == os.cpu_count()  # every figure names its CPU

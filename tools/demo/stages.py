@@ -4,6 +4,7 @@ Training is the library's driver, `run_pretraining` (the one `tools/pretrain.py`
 
 import glob
 import os
+import platform
 import time
 import zlib
 
@@ -19,6 +20,19 @@ class RunDir:
 
     def __call__(self, *parts):
         return os.path.join(self.path, *parts)
+
+
+def cpu_kind():
+    """The CPU's matrix-unit kind, as docs/benchmarks.md names it (every measured figure names it)."""
+    try:
+        flags = open("/proc/cpuinfo", encoding="utf-8").read()
+    except OSError:
+        return platform.processor() or "unknown"
+    if "amx_bf16" in flags:
+        return "Intel Xeon with AMX (amx_bf16)"
+    if "avx512_bf16" in flags:
+        return "AMD Zen 4 kind (avx512_bf16)"
+    return "AVX2-only kind"
 
 
 def say(stage, message):
