@@ -34,6 +34,7 @@ import errno
 import importlib.util
 import os
 import re
+import signal
 import sys
 import threading
 
@@ -174,8 +175,48 @@ def error_line(error):
     return " ".join(text.split())
 
 
+class _Interrupts:
+    """Counts the Ctrl-Cs (SIGINT) a tool received. A library's bare `except:` can catch the
+    KeyboardInterrupt and raise another error in its place (TensorFlow's `DType.max`, reached while
+    a layer is built, turns it into "TypeError: Cannot find maximum value of <dtype: 'int32'>"):
+    an error after a Ctrl-C is the interrupt's, not a bug to show as a traceback."""
+
+    count = 0
+
+    @classmethod
+    def handler(cls, signum, frame):
+        cls.count += 1
+        signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as without this handler
+
+
+@contextlib.contextmanager
+def _counting_interrupts():
+    """Counts SIGINTs while `main` runs where Python's own handler would take them (the main thread, the
+    handler not replaced or ignored); the handler before is put back after."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    signal.signal(signal.SIGINT, _Interrupts.handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _exit_interrupted(prog):
+    sys.stderr.flush()
+    sys.stderr.write(f"\n{prog or os.path.basename(sys.argv[0])}: interrupted (Ctrl-C): stopped where it was; "
+                     "what it wrote before is kept, and a rerun of the same command says what that is "
+                     f"(add {DEBUG_FLAG} for the traceback)\n")
+    sys.stderr.flush()
+    sys.exit(130)
+
+
 def run_main(main, argv=None, prog=None):
-    """Runs a tool's `main(argv)`; a user error (`is_user_error`) prints one line and exits 2.
+    """Runs a tool's `main(argv)`; a user error (`is_user_error`) prints one line and exits 2; a Ctrl-C
+    prints one line and exits 130, also where a library caught its KeyboardInterrupt and raised
+    another error instead.
 
     `--debug` (anywhere in the arguments; removed before `main` sees them) or the environment
     variable KERAS_BERT_ZOO_DEBUG=1 lets the error's traceback through as well.
@@ -191,18 +232,17 @@ def run_main(main, argv=None, prog=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     argv = [arg for arg in argv if arg != DEBUG_FLAG]
+    interrupts = _Interrupts.count
     try:
-        return main(argv)
+        with _counting_interrupts():
+            return main(argv)
     except KeyboardInterrupt:
         if debug:
             raise
-        sys.stderr.flush()
-        sys.stderr.write(f"\n{prog or os.path.basename(sys.argv[0])}: interrupted (Ctrl-C): stopped where it was; "
-                         "what it wrote before is kept, and a rerun of the same command says what that is "
-                         f"(add {DEBUG_FLAG} for the traceback)\n")
-        sys.stderr.flush()
-        sys.exit(130)
-    except Exception as e:  # noqa: BLE001 (re-raised unless it is a user error)
+        _exit_interrupted(prog)
+    except Exception as e:  # noqa: BLE001 (re-raised unless it is a user error or came of a Ctrl-C)
+        if not debug and _Interrupts.count > interrupts:
+            _exit_interrupted(prog)  # a library caught the KeyboardInterrupt and raised `e` instead
         if debug or not is_user_error(e):
             raise
         sys.stderr.flush()

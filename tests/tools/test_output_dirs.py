@@ -13,6 +13,7 @@ and every tool's user errors as one line (tools/_startup.run_main).
 import ast
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -200,6 +201,44 @@ def test_run_main_prints_a_user_error_as_one_line_and_exits_2(capsys, monkeypatc
     with pytest.raises(TypeError):  # a bug keeps its traceback
         run_main(bug, [])
     assert run_main(lambda argv: argv, ["--a", "--debug"]) == ["--a"]
+
+
+# A tool whose main catches the Ctrl-C with a bare `except:` and raises another error, as TensorFlow's
+# DType.max does when the interrupt lands while a layer is built (a make test run saw exit 1 and a
+# "TypeError: Cannot find maximum value of <dtype: 'int32'>" traceback instead of exit 130).
+SWALLOWED_CTRL_C = """
+import os, signal, sys, time
+sys.path.insert(0, {root!r})
+from tools._startup import run_main
+
+def main(argv):
+    try:
+        if argv != ["--no-ctrl-c"]:
+            os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+    except:  # noqa: E722
+        pass
+    raise TypeError("Cannot find maximum value of <dtype: 'int32'>.")
+
+run_main(main, prog="tool.py")
+"""
+
+
+@pytest.mark.parametrize("flags, code, ctrl_c_line", [([], 130, True), (["--debug"], 1, False),
+                                                     (["--no-ctrl-c"], 1, False)])
+def test_an_error_a_library_raised_in_place_of_a_ctrl_c_is_the_ctrl_c(tmp_path, flags, code, ctrl_c_line):
+    script = tmp_path / "tool.py"
+    script.write_text(SWALLOWED_CTRL_C.format(root=ROOT))
+    # SIGINT at its default in the child, as from a terminal (a test worker may ignore it).
+    done = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert done.returncode == code, done.stderr
+    if ctrl_c_line:
+        assert done.stderr.strip().splitlines() == ["tool.py: interrupted (Ctrl-C): stopped where it was; what it "
+                                                    "wrote before is kept, and a rerun of the same command says what "
+                                                    "that is (add --debug for the traceback)"]
+    else:  # --debug, or no Ctrl-C at all: the error's own traceback
+        assert "Traceback" in done.stderr and "TypeError: Cannot find maximum value" in done.stderr
 
 
 @pytest.mark.parametrize("tool", OUR_TOOLS)
