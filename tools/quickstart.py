@@ -39,7 +39,7 @@ from tools.demo import recipe, stages  # noqa: E402
 DEFAULT_STEPS = 1500
 # A seconds-long run for the tests: the same stages on a few articles, rows and steps.
 TINY = dict(max_articles=30, vocabulary_size=600, steps=60, task_rows=dict(train=48, dev=32, test=32),
-            protocol=dict(learning_rates=(1e-3,), seeds=(0, 1), epochs=2, batch_size=16),
+            protocol=dict(learning_rates=(1e-3,), seeds=(0, 1), epochs=1, batch_size=16),
             serve_examples=3, throughput_examples=32)
 STAGES = ("pretrain", "finetune", "serve")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")

@@ -49,10 +49,12 @@ def _argv(paths, preset, out, *more):
 @pytest.mark.slow
 def test_tune_runs_the_grid_with_restarts_and_keeps_the_best(polarity_files, tmp_path):
     paths, preset = polarity_files
-    grid = '{"learning_rate": [1e-3, 1e-4], "batch_size": [16], "epochs": [1]}'
+    # Two trials: the flags reach the search (the order of a larger grid with restarts, and its resume,
+    # are tests/finetuning/test_tuning.py's, on a model that trains in a fraction of the time).
+    grid = '{"learning_rate": [1e-3], "batch_size": [16], "epochs": [1]}'
     result = tune.main(_argv(paths, preset, tmp_path / "search", "--grid", grid, "--restarts", "2"))
     trials = result["trials"]
-    assert [(t["learning_rate"], t["restart"]) for t in trials] == [(1e-3, 0), (1e-3, 1), (1e-4, 0), (1e-4, 1)]
+    assert [(t["learning_rate"], t["restart"]) for t in trials] == [(1e-3, 0), (1e-3, 1)]
     best = max(trials, key=lambda t: t["accuracy"])
     assert result["best"] == best and [t["best"] for t in trials].count(True) == 1
     for name in ("results.md", "heatmap.png", "results.json"):
