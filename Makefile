@@ -74,14 +74,11 @@ demo: $(STAMP) $(WORDNET)
 PYTEST := PYTHONDONTWRITEBYTECODE= TF_NUM_INTRAOP_THREADS=$(TEST_THREADS) $(PY) -m pytest
 PYTEST_ON_WORKERS := $(PYTEST) -n $(TEST_WORKERS) --dist loadfile
 
-# Two parts: the suite on the workers, then the `alone` tests on an otherwise idle machine (the
-# tiny demo runs three TensorFlow processes of its own, so it needs both cores: ~45-55 s alone,
-# ~75 s beside another worker). Both parts always run; either failing fails `make test`; the second
-# finding no test (PYTEST_ARGS selected none) is not a failure.
+# One run on the workers; the longest files (marked `early`) start first, so no worker ends the
+# run alone on a long file (the tiny demo used to run by itself after the rest: ~100 s of one
+# process on 2 cores, while the workers' part ended on whichever long file came last).
 test: $(TEST_STAMP) $(WORDNET) fetch-bigbench-qa
-	$(PYTEST_ON_WORKERS) -m "not heavy and not alone" tests keras_bert_zoo $(PYTEST_ARGS); \
-	workers=$$?; $(PYTEST) -m "alone and not heavy" tests $(PYTEST_ARGS); alone=$$?; \
-	[ $$alone -eq 5 ] && alone=0; [ $$workers -eq 0 ] && [ $$alone -eq 0 ]
+	$(PYTEST_ON_WORKERS) -m "not heavy" tests keras_bert_zoo $(PYTEST_ARGS)
 
 # The learning tests at real size and the slowest variants (`heavy`: minutes each), outside `make test`'s budget.
 test-heavy: $(TEST_STAMP) $(WORDNET) fetch-bigbench-qa

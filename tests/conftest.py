@@ -28,6 +28,18 @@ def tiny_config():
     return dict(TINY_BACKBONE)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The files holding an `early(seconds)` test first, longest first, then the rest in their order.
+    `make test`'s workers take whole files in this order (`--dist loadfile`), so the long ones start
+    at the beginning (longest processing time first) instead of ending the run on one worker."""
+    seconds = {}
+    for item in items:
+        mark = item.get_closest_marker("early")
+        if mark is not None:
+            seconds[item.path] = max(seconds.get(item.path, 0), mark.args[0])
+    items.sort(key=lambda item: -seconds.get(item.path, 0))  # stable: the order within a file is kept
+
+
 def pytest_collection_finish(session):
     """Moves what the imports made (TensorFlow, Keras and the package: ~0.5M objects) out
     of the garbage collector's reach: each test's `gc.collect()` then scans only what the

@@ -169,6 +169,7 @@ def tensorflow_results(tmp_path_factory):
     return directory, results
 
 
+@pytest.mark.early(50)
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_backend_matches_tensorflow_forward_and_a_training_step(backend, tensorflow_results):
     directory, expected = tensorflow_results

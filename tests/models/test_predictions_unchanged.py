@@ -34,6 +34,7 @@ def golden():
         return json.load(f)
 
 
+@pytest.mark.early(45)
 def test_every_task_predicts_what_it_did_before_the_restructuring():
     """Each task's encoder as the task chooses it on this machine (on a CPU: the padding skipped as far
     as the task allows)."""

@@ -20,6 +20,7 @@ def _record(out):
     return json.load(open(path)) if os.path.exists(path) else {}
 
 
+@pytest.mark.early(80)
 def test_f01_overwrite_never_deletes_the_preset_it_is_about_to_read(tmp_path, preset, sst2):
     """Was: `--preset runs/x/preset --output-dir runs/x --overwrite` deleted the whole earlier run, then
     'No such directory or file: runs/x/preset' (tools/tune.py the same, with a traceback)."""

@@ -162,7 +162,7 @@ def _real_data_or_skip():
 
 
 @pytest.mark.slow
-@pytest.mark.alone
+@pytest.mark.early(150)  # three TensorFlow processes of its own: ~100 s with both cores, more beside a worker
 def test_quickstart_tiny_end_to_end(tmp_path):
     from keras_bert_zoo.text.vocabulary import load_vocabulary
 

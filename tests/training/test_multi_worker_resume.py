@@ -73,6 +73,7 @@ def uninterrupted(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.early(60)
 def test_two_workers_end_with_equal_weights(uninterrupted):
     root = uninterrupted
     a, b = np.load(str(root / "ref-w0.npz")), np.load(str(root / "ref-w1.npz"))
