@@ -49,6 +49,7 @@ def points(curve, step_seconds):
         record = ours["pretraining"]
         row = {"steps": record["steps"], "minutes": record["steps"] * step_seconds / 60,
                "measured_minutes": record["seconds"] / 60, "load": record["load_average"],
+               "resumed_from": record.get("resumed_from", 0),
                "mlm": record["held_out"][-1]["mlm_accuracy"], "tasks": {}}
         for task in tasks:
             diff, two_std = margin(ours[task], random[task])
@@ -84,8 +85,11 @@ def curve_table(curve, rows):
             v = r["tasks"][t]
             mark = "**" if v["margin"] > v["two_std"] else ""
             cells += [cell(v["ours"]), f"{mark}{v['margin']:+.3f}{mark} ({v['two_std']:.3f})"]
-        lines.append(f"| {r['steps']:,} steps (~{r['minutes']:.0f} min; ran {r['measured_minutes']:.0f} min at load "
-                     f"{r['load'][0]:.1f}) | {r['mlm']:.3f} | " + " | ".join(cells) + " |")
+        ran = f"ran {r['measured_minutes']:.0f} min at load {r['load'][0]:.1f}"
+        if r["resumed_from"]:  # the seconds are the last process's: the steps after its checkpoint
+            ran = f"resumed at step {r['resumed_from']:,}, the rest ran {r['measured_minutes']:.0f} min at load {r['load'][0]:.1f}"
+        lines.append(f"| {r['steps']:,} steps (~{r['minutes']:.0f} min; {ran}) | {r['mlm']:.3f} | "
+                     + " | ".join(cells) + " |")
     for name in ("random", "real"):
         if name in curve:
             label = "random init (same architecture)" if name == "random" else "real all-MiniLM-L6-v2, fine-tuned"

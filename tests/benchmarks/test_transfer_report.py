@@ -54,6 +54,10 @@ def test_the_table_bolds_only_the_margins_beyond_two_std_and_the_png_is_drawn(tm
     lines = table.splitlines()
     assert lines[2].count("**") == 0 and lines[3].count("**") == 2 and lines[4].count("**") == 4
     assert "| 4,000 steps (~10 min; ran 20 min at load 2.0) | 0.100 | 0.640 ± 0.007 | -0.030 (0.021) |" in table
+    resumed = dict(CURVE, ours={"recipe-4000": dict(CURVE["ours"]["recipe-4000"], pretraining=dict(
+        CURVE["ours"]["recipe-4000"]["pretraining"], resumed_from=3000))})
+    assert "| 4,000 steps (~10 min; resumed at step 3,000, the rest ran 20 min at load 2.0) |" in report.curve_table(
+        resumed, report.points(resumed, step_seconds=0.15))
     path = report.plot(CURVE, rows, str(tmp_path / "curve.png"))
     with open(path, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
