@@ -7,6 +7,8 @@ import json
 import os
 import signal
 
+import pytest
+
 from keras_bert_zoo.utils import output_dirs
 from tests.reliability.conftest import finetune_args, one_error_line, run, tool, wait_for
 
