@@ -2,9 +2,16 @@
 
 import json
 import os
+import signal
 
 import keras
 import numpy as np
+
+
+def sigint_at_default():
+    """`preexec_fn` of a child started as from a terminal: SIGINT at its default. A `make test` worker
+    can come to ignore SIGINT, which a child inherits (Python then installs no KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _to_numpy(tree):

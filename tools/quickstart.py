@@ -148,11 +148,12 @@ def main(argv=None):
     asked = args.precision
     args.precision = resolve_precision(args.precision)  # None: float32, every command's default
     args.recipe = dict(recipe.RECIPE, **recipe_overrides(args))
+    cpu = stages.cpu_kind()
     stages.say("setup", f"pretraining {precision_line(args.precision, asked)}; {args.steps:,} steps of the recipe "
                f"(tools/demo/recipe.py; flags override): {args.recipe['num_layers']} layers, hidden "
                f"{args.recipe['hidden_dim']}, {'MLM+NSP' if args.recipe['nsp'] else 'MLM only'}, "
                f"{args.recipe['masked_lm_prob']:g} of tokens masked, peak learning rate {args.recipe['learning_rate']:g}; "
-               f"{stages.cpu_kind()}, {os.cpu_count()} cores, load average {load:.1f}")
+               f"{cpu}, {os.cpu_count()} cores, load average {load:.1f}")
     run = stages.RunDir(os.path.join(args.runs_dir, args.name))
     summary = {}
     if set(args.stages) != set(STAGES) and os.path.isfile(run("summary.json")):
@@ -161,7 +162,7 @@ def main(argv=None):
             summary = json.load(f)
     summary.update({"args": {k: v for k, v in vars(args).items()}, "stages": list(args.stages),
                     "seconds": dict(summary.get("seconds", {})), "cpu_seconds": dict(summary.get("cpu_seconds", {})),
-                    "load_average_start": load, "cpu": stages.cpu_kind(), "cores": os.cpu_count()})
+                    "load_average_start": load, "cpu": cpu, "cores": os.cpu_count()})
     client = None  # the serving process, started with stage 2: its import overlaps the fine-tunes
     try:
         for name in STAGES:

@@ -7,8 +7,8 @@ than two standard deviations on every task, or the largest budget's margins).
         --levers runs/transfer_levers/curve.json --step-seconds 0.17
 
 `--demo runs/demo/summary.json runs/demo-seed1/summary.json` also writes the tables `make demo` printed
-(a column pair per run). `--step-seconds`: one pretraining step of the recipe on an otherwise idle machine (the runs'
-own seconds include whatever else ran beside them; both are printed).
+(a column pair per run). `--step-seconds`: one pretraining step of the recipe on an otherwise idle
+machine (the runs' own seconds include whatever else ran beside them; both are printed).
 """
 
 import argparse

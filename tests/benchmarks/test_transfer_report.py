@@ -75,12 +75,9 @@ def test_a_lever_is_compared_with_the_recipe_at_its_own_steps():
 
 
 def _demo_run(seed, ours_polarity):
-    def start(mean, std):
-        return _result(mean, std)
-
-    tasks = {"polarity": {"real": start(0.75, 0.002), "ours": start(*ours_polarity), "random": start(0.67, 0.009),
+    tasks = {"polarity": {"real": _result(0.75, 0.002), "ours": _result(*ours_polarity), "random": _result(0.67, 0.009),
                           "majority": 0.558},
-             "definitions": {"real": start(0.67, 0.004), "ours": start(0.59, 0.013), "random": start(0.63, 0.022),
+             "definitions": {"real": _result(0.67, 0.004), "ours": _result(0.59, 0.013), "random": _result(0.63, 0.022),
                              "majority": 0.499}}
     return {"args": {"seed": seed, "precision": None}, "cpu": "test kind", "cores": 2, "total_seconds": 522.0,
             "seconds": {"serve": 12.0, "finetune": 290.0, "pretrain": 220.0}, "load_average_start": 0.5,

@@ -1,15 +1,14 @@
 """What the issue-57 reliability tests share: the tools run as a user runs them (a subprocess per
 command, real signals), a tiny preset and GLUE files, and a real full file system (a tmpfs)."""
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
+from tests.helpers import sigint_at_default
 from tests.tools.test_finetune import _argv, _sst2, _tiny_preset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -18,28 +17,12 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow", TF_
 ENV.pop("KERAS_BERT_ZOO_DEBUG", None)
 
 
-@contextlib.contextmanager
-def sigint_as_in_a_terminal():
-    """SIGINT at its default while a child starts, where this test process ignores it (a `make test`
-    worker did, after other tests had run in it): an ignored SIGINT is inherited, and Python then
-    installs no KeyboardInterrupt, so the Ctrl-C test's tool never heard its Ctrl-C."""
-    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    if ignored:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-    try:
-        yield
-    finally:
-        if ignored:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def tool(name, *args, **popen):
     """`tools/<name>.py args` started as a user starts it from a terminal (a Popen: stdout and stderr
     piped, text; SIGINT at its default)."""
-    with sigint_as_in_a_terminal():
-        return subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", f"{name}.py"), *map(str, args)],
-                                cwd=ROOT, env=popen.pop("env", ENV), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, **popen)
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", f"{name}.py"), *map(str, args)], cwd=ROOT,
+                            env=popen.pop("env", ENV), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_at_default, **popen)
 
 
 def run(name, *args, timeout=300, **popen):

@@ -13,7 +13,6 @@ and every tool's user errors as one line (tools/_startup.run_main).
 import ast
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -21,6 +20,7 @@ import pytest
 
 from keras_bert_zoo.finetuning import run as finetuning_run
 from keras_bert_zoo.utils import output_dirs
+from tests.helpers import sigint_at_default
 from tests.tools.test_finetune import _argv, _sst2, preset  # noqa: F401 (preset: the module's tiny preset fixture)
 from tools import finetune
 from tools._startup import run_main
@@ -229,9 +229,8 @@ run_main(main, prog="tool.py")
 def test_an_error_a_library_raised_in_place_of_a_ctrl_c_is_the_ctrl_c(tmp_path, flags, code, ctrl_c_line):
     script = tmp_path / "tool.py"
     script.write_text(SWALLOWED_CTRL_C.format(root=ROOT))
-    # SIGINT at its default in the child, as from a terminal (a test worker may ignore it).
     done = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=60,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                          preexec_fn=sigint_at_default)
     assert done.returncode == code, done.stderr
     if ctrl_c_line:
         assert done.stderr.strip().splitlines() == ["tool.py: interrupted (Ctrl-C): stopped where it was; what it "

@@ -24,9 +24,10 @@ class RunDir:
 
 def cpu_kind():
     """The CPU's matrix-unit kind, as docs/benchmarks.md names it (every measured figure names it)."""
-    try:
-        flags = open("/proc/cpuinfo", encoding="utf-8").read()
-    except OSError:
+    from keras_bert_zoo.utils.precision import cpu_flags  # lazy: loads TensorFlow (start-up time)
+
+    flags = cpu_flags()
+    if not flags:  # /proc/cpuinfo unreadable
         return platform.processor() or "unknown"
     if "amx_bf16" in flags:
         return "Intel Xeon with AMX (amx_bf16)"
