@@ -9,6 +9,8 @@ than two standard deviations on every task, or the largest budget's margins).
 `--demo runs/demo/summary.json runs/demo-seed1/summary.json` also writes the tables `make demo` printed
 (a column pair per run). `--step-seconds`: one pretraining step of the recipe on an otherwise idle
 machine (the runs' own seconds include whatever else ran beside them; both are printed).
+`--lever-step-seconds NAME=SECONDS`: the same for a lever whose architecture changes the compute
+per step (a larger model): its budgets get minutes, a dashed line on the PNG and an entry in the JSON.
 """
 
 import argparse
@@ -38,12 +40,18 @@ def cell(result):
     return f"{result['test_mean']:.3f} ± {result['test_std']:.3f}"
 
 
-def points(curve, step_seconds):
-    """The recipe's budgets in order: steps, minutes, held-out MLM, and per task the result and margin."""
+def series_name(key, ours):
+    """A run's recipe: its name (curve.py's `--name`), "recipe" for runs without levers."""
+    return ours.get("name") or ("recipe" if not ours.get("levers") else key)
+
+
+def points(curve, step_seconds, name="recipe"):
+    """One recipe's budgets in order (the recipe's, or a lever's by its name): steps, minutes at
+    `step_seconds` a step, held-out MLM, and per task the result and margin."""
     tasks = list(curve["majority"])
     rows = []
     for key, ours in curve.get("ours", {}).items():
-        if ours.get("levers"):
+        if series_name(key, ours) != name:
             continue
         random = curve[ours.get("random", "random")]
         record = ours["pretraining"]
@@ -59,8 +67,16 @@ def points(curve, step_seconds):
     return sorted(rows, key=lambda r: r["steps"])
 
 
-def summary(curve, rows):
-    """The demo's JSON: the crossing (first budget that beats random by 2 std on every task) or the largest."""
+def lever_command(name, levers, steps):
+    """The curve.py command that reproduces a lever recipe's budget."""
+    flags = "".join(f" --lever {k}={v}" for k, v in levers.items())
+    return f"python benchmarks/transfer/curve.py --output-dir runs/transfer --steps {steps} --name {name}{flags}"
+
+
+def summary(curve, rows, others=None):
+    """The demo's JSON: the crossing (first budget that beats random by 2 std on every task) or the largest;
+    for each other recipe in `others` ({name: rows}, the levers with a step time) its crossing or largest
+    budget against random init of its own architecture, with the command that reproduces it."""
     crossing = next((r for r in rows if r["beats"]), None)
     pick = lambda r: {"steps": r["steps"], "minutes": round(r["minutes"], 1),  # noqa: E731
                       "margins": ", ".join(f"{t} {v['margin']:+.3f} (2σ {v['two_std']:.3f})"
@@ -69,7 +85,14 @@ def summary(curve, rows):
     for task in curve["majority"]:
         row = next((r for r in rows if r["tasks"][task]["margin"] > r["tasks"][task]["two_std"]), None)
         first[task] = pick(row) if row else None
-    return {"cpu": curve["cpu"], "crossing": pick(crossing) if crossing else None,
+    levers = []
+    for name, series in (others or {}).items():
+        first_both = next((r for r in series if r["beats"]), None)
+        changed = next(o["levers"] for k, o in curve["ours"].items() if series_name(k, o) == name)
+        levers.append({"name": name, "levers": changed, "crossing": pick(first_both) if first_both else None,
+                       "largest": pick(series[-1]),
+                       "command": lever_command(name, changed, (first_both or series[-1])["steps"])})
+    return {"cpu": curve["cpu"], "crossing": pick(crossing) if crossing else None, "levers": levers,
             "largest": pick(rows[-1]) if rows else None, "first_by_task": first,
             "random": {t: curve["random"][t]["test_mean"] for t in curve["majority"]},
             "real": {t: curve["real"][t]["test_mean"] for t in curve["majority"]} if "real" in curve else None}
@@ -98,16 +121,18 @@ def curve_table(curve, rows):
     return "\n".join(lines)
 
 
-def levers_table(levers):
-    """A row per lever run: what changed, its budget, each task's result and margin against the
-    random init of its own architecture, and the change against the recipe at the same steps
-    (kept into the recipe only if better by more than 2σ on every task)."""
+def levers_table(levers, step_seconds=None):
+    """A row per lever run: what changed, its budget (and its minutes, for the recipes whose idle
+    step time `step_seconds` names), each task's result and margin against the random init of its
+    own architecture, and the change against the recipe at the same steps (kept into the recipe only
+    if better by more than 2σ on every task)."""
+    step_seconds = step_seconds or {}
     tasks = list(levers["majority"])
     recipe = {o["pretraining"]["steps"]: o for o in levers.get("ours", {}).values() if not o.get("levers")}
     lines = ["| lever (changed from the recipe) | steps | held-out MLM | "
              + " | ".join(f"{t}: ours − random (2σ) [ours]" for t in tasks) + " | against the recipe at its steps (2σ) | kept |",
              "|" + "---|" * (5 + len(tasks))]
-    for key, ours in sorted(levers.get("ours", {}).items(), key=lambda kv: (kv[1]["name"], kv[1]["pretraining"]["steps"])):
+    for key, ours in sorted(levers.get("ours", {}).items(), key=lambda kv: (series_name(*kv), kv[1]["pretraining"]["steps"])):
         random = levers[ours.get("random", "random")]
         record = ours["pretraining"]
         cells = []
@@ -126,7 +151,10 @@ def levers_table(levers):
                        else f"no: worse beyond 2σ on {', '.join(worse)}" if worse else "no: within 2σ")
             cells += [", ".join(f"{d:+.3f} ({band:.3f})" for d, band in against), verdict]
         changed = ", ".join(f"{k}={v}" for k, v in ours.get("levers", {}).items()) or "none (the recipe)"
-        lines.append(f"| {ours['name']}: {changed} | {record['steps']:,} | {record['held_out'][-1]['mlm_accuracy']:.3f} | "
+        budget = f"{record['steps']:,}"
+        if series_name(key, ours) in step_seconds:
+            budget += f" (~{record['steps'] * step_seconds[series_name(key, ours)] / 60:.0f} min)"
+        lines.append(f"| {series_name(key, ours)}: {changed} | {budget} | {record['held_out'][-1]['mlm_accuracy']:.3f} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -160,7 +188,9 @@ def demo_table(summaries):
     return "\n".join(lines)
 
 
-def plot(curve, rows, path):
+def plot(curve, rows, path, others=None):
+    """The recipe's margins against compute, one line per task; `others` ({name: rows}) adds a
+    dashed line per task for each other recipe with a known step time."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,15 +198,19 @@ def plot(curve, rows, path):
 
     tasks = list(curve["majority"])
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    minutes = [r["minutes"] for r in rows]
-    for task, color in zip(tasks, ("tab:blue", "tab:orange")):
-        margins = [r["tasks"][task]["margin"] for r in rows]
-        band = [r["tasks"][task]["two_std"] for r in rows]
-        ax.errorbar(minutes, margins, yerr=band, marker="o", capsize=4, color=color,
-                    label=f"{task}: ours − random (bars: 2 std)")
+    series = [("recipe", rows, "-", "o")] + [(name, other, "--", "s") for name, other in (others or {}).items()]
+    for name, series_rows, style, marker in series:
+        minutes = [r["minutes"] for r in series_rows]
+        for task, color in zip(tasks, ("tab:blue", "tab:orange")):
+            margins = [r["tasks"][task]["margin"] for r in series_rows]
+            band = [r["tasks"][task]["two_std"] for r in series_rows]
+            label = f"{task}: ours − random (bars: 2 std)" if name == "recipe" else f"{task}, {name}"
+            ax.errorbar(minutes, margins, yerr=band, marker=marker, linestyle=style, capsize=4, color=color,
+                        mfc="white" if name != "recipe" else color, label=label)
     ax.axhline(0.0, color="black", linewidth=1)
     ax.set_xscale("log")
-    ax.set_xticks(minutes, [f"{m:.3g}" for m in minutes])  # the budgets themselves, not powers of ten
+    ticks = sorted({round(r["minutes"], 1) for _, series_rows, _, _ in series for r in series_rows})
+    ax.set_xticks(ticks, [f"{m:.3g}" for m in ticks])  # the budgets themselves, not powers of ten
     ax.minorticks_off()
     ax.set_xlabel(f"pretraining compute: minutes of 2 cores ({curve['cpu']})")
     ax.set_ylabel("test accuracy margin over random init")
@@ -200,21 +234,35 @@ def main(argv=None):
     p.add_argument("--curve", required=True)
     p.add_argument("--levers", default=None)
     p.add_argument("--step-seconds", type=float, required=True)
+    p.add_argument("--lever-step-seconds", action="append", default=[], metavar="NAME=SECONDS",
+                   help="A lever recipe's idle step time (one whose architecture changes the compute per step): "
+                        "its budgets get minutes in the levers table and a dashed line on the PNG. Repeatable.")
     p.add_argument("--demo", nargs="+", default=None, metavar="SUMMARY",
                    help="`make demo` runs' summary.json files, for the table of what the demo printed.")
     args = p.parse_args(argv)
     with open(args.curve, encoding="utf-8") as f:
         curve = json.load(f)
     rows = points(curve, args.step_seconds)
+    lever_seconds = {}
+    for item in args.lever_step_seconds:
+        name, _, seconds = item.partition("=")
+        try:
+            lever_seconds[name] = float(seconds)
+        except ValueError:
+            p.error(f"--lever-step-seconds takes NAME=SECONDS (the lever's --name, seconds a step); got {item!r}.")
+    others = {name: points(curve, seconds, name=name) for name, seconds in lever_seconds.items()}
+    for name, other in others.items():
+        if not other:
+            p.error(f"--lever-step-seconds {name}=...: {args.curve} has no runs named {name!r}.")
     from keras_bert_zoo.utils.files import atomic_write_text
 
-    atomic_write_text(JSON, json.dumps(summary(curve, rows), indent=1) + "\n")
-    plot(curve, rows, PNG)
+    atomic_write_text(JSON, json.dumps(summary(curve, rows, others), indent=1) + "\n")
+    plot(curve, rows, PNG, others)
     text = open(DOC, encoding="utf-8").read()
     text = replace_section(text, BEGIN, END, curve_table(curve, rows))
     if args.levers:
         with open(args.levers, encoding="utf-8") as f:
-            text = replace_section(text, LEVERS_BEGIN, LEVERS_END, levers_table(json.load(f)))
+            text = replace_section(text, LEVERS_BEGIN, LEVERS_END, levers_table(json.load(f), dict(lever_seconds, recipe=args.step_seconds)))
     if args.demo:
         summaries = []
         for path in args.demo:

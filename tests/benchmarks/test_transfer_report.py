@@ -74,6 +74,31 @@ def test_a_lever_is_compared_with_the_recipe_at_its_own_steps():
     assert all(r.endswith("| – | recipe |") for r in rows if r.startswith("| recipe:"))
 
 
+def test_a_lever_of_its_own_compute_gets_its_own_minutes_and_a_dashed_line(tmp_path):
+    size = {"random": "random-size",
+            "random-size": {"polarity": _result(0.65, 0.01), "definitions": _result(0.60, 0.01)}}
+    ours = dict(CURVE["ours"], **{f"size-{n}": dict(_budget(n, (0.70, 0.01), (0.66, 0.01)), name="size",
+                                                    levers={"num_layers": 4}, random="random-size")
+                                  for n in (3000, 1000)})
+    curve = dict(CURVE, ours=ours, **{k: v for k, v in size.items() if k != "random"})
+    lever = report.points(curve, step_seconds=0.6, name="size")
+    assert [r["steps"] for r in lever] == [1000, 3000]  # its own runs only, in order
+    assert math.isclose(lever[1]["minutes"], 3000 * 0.6 / 60)
+    assert math.isclose(lever[1]["tasks"]["polarity"]["margin"], 0.70 - 0.65)  # against its own random init
+    assert [r["steps"] for r in report.points(curve, step_seconds=0.15)] == [1000, 4000, 16000]
+    table = report.levers_table(curve, {"size": 0.6, "recipe": 0.15}).splitlines()
+    assert any(r.startswith("| size: num_layers=4 | 3,000 (~30 min) | 0.100 |") for r in table)
+    assert any(r.startswith("| recipe: none (the recipe) | 16,000 (~40 min) |") for r in table)
+    assert any(r.startswith("| lever: nsp=True | 2,000 | ") for r in table)  # no step time given: no minutes
+    entry, = report.summary(curve, report.points(curve, 0.15), others={"size": lever})["levers"]
+    assert entry["crossing"]["steps"] == 1000 and entry["largest"]["steps"] == 3000  # 0.05 > 2·√2·0.01 on both
+    assert entry["command"] == ("python benchmarks/transfer/curve.py --output-dir runs/transfer --steps 1000 "
+                                "--name size --lever num_layers=4")
+    path = report.plot(curve, report.points(curve, 0.15), str(tmp_path / "curve.png"), others={"size": lever})
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
 def _demo_run(seed, ours_polarity):
     tasks = {"polarity": {"real": _result(0.75, 0.002), "ours": _result(*ours_polarity), "random": _result(0.67, 0.009),
                           "majority": 0.558},

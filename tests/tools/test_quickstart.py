@@ -99,6 +99,16 @@ def test_the_crossing_line_reads_the_measured_curve(tmp_path):
     line = compare.crossing_line(str(tmp_path / "c.json"))
     assert "on definitions alone from 4,000 steps (~9 min): python benchmarks/transfer/curve.py" in line
     assert "--steps 4000" in line and "on polarity alone" not in line
+    lever = {"name": "size", "levers": {"num_layers": 4}, "largest": {"steps": 20000, "minutes": 125.0, "margins": "m"},
+             "crossing": None, "command": "python benchmarks/transfer/curve.py --steps 20000 --name size"}
+    (tmp_path / "c.json").write_text(json.dumps(dict(curve, levers=[lever])))
+    line = compare.crossing_line(str(tmp_path / "c.json"))
+    assert "; the size recipe (num_layers=4) does not either, up to 20,000 steps (~125 min; margins there: m)" in line
+    lever["crossing"] = {"steps": 20000, "minutes": 125.0}
+    (tmp_path / "c.json").write_text(json.dumps(dict(curve, levers=[lever])))
+    line = compare.crossing_line(str(tmp_path / "c.json"))
+    assert ("; the size recipe (num_layers=4) beats random init of its own architecture by 2 std on both tasks "
+            "from 20,000 steps (~125 min): python benchmarks/transfer/curve.py --steps 20000 --name size") in line
 
 
 def _tiny_classifier_preset(directory, labels):

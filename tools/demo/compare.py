@@ -52,6 +52,15 @@ def crossing_line(path=CURVE):
         if first:
             line += (f"; on {task} alone from {first['steps']:,} steps (~{first['minutes']:.0f} min): "
                      f"python benchmarks/transfer/curve.py --output-dir runs/transfer --steps {first['steps']}")
+    for lever in curve.get("levers") or ():
+        changed = ", ".join(f"{k}={v}" for k, v in lever["levers"].items())
+        if lever["crossing"]:
+            line += (f"; the {lever['name']} recipe ({changed}) beats random init of its own architecture by 2 std "
+                     f"on both tasks from {lever['crossing']['steps']:,} steps (~{lever['crossing']['minutes']:.0f} "
+                     f"min): {lever['command']}")
+        else:
+            line += (f"; the {lever['name']} recipe ({changed}) does not either, up to {lever['largest']['steps']:,} "
+                     f"steps (~{lever['largest']['minutes']:.0f} min; margins there: {lever['largest']['margins']})")
     return line + "; docs/demo.md names the next lever"
 
 
