@@ -209,7 +209,10 @@ def plot(curve, rows, path, others=None):
                         mfc="white" if name != "recipe" else color, label=label)
     ax.axhline(0.0, color="black", linewidth=1)
     ax.set_xscale("log")
-    ticks = sorted({round(r["minutes"], 1) for _, series_rows, _, _ in series for r in series_rows})
+    ticks = []
+    for m in sorted({round(r["minutes"], 1) for _, series_rows, _, _ in series for r in series_rows}):
+        if not ticks or m > 1.25 * ticks[-1]:  # closer labels would print over each other
+            ticks.append(m)
     ax.set_xticks(ticks, [f"{m:.3g}" for m in ticks])  # the budgets themselves, not powers of ten
     ax.minorticks_off()
     ax.set_xlabel(f"pretraining compute: minutes of 2 cores ({curve['cpu']})")
