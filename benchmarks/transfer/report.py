@@ -151,10 +151,11 @@ def levers_table(levers, step_seconds=None):
                        else f"no: worse beyond 2σ on {', '.join(worse)}" if worse else "no: within 2σ")
             cells += [", ".join(f"{d:+.3f} ({band:.3f})" for d, band in against), verdict]
         changed = ", ".join(f"{k}={v}" for k, v in ours.get("levers", {}).items()) or "none (the recipe)"
+        name = series_name(key, ours)
         budget = f"{record['steps']:,}"
-        if series_name(key, ours) in step_seconds:
-            budget += f" (~{record['steps'] * step_seconds[series_name(key, ours)] / 60:.0f} min)"
-        lines.append(f"| {series_name(key, ours)}: {changed} | {budget} | {record['held_out'][-1]['mlm_accuracy']:.3f} | "
+        if name in step_seconds:
+            budget += f" (~{record['steps'] * step_seconds[name] / 60:.0f} min)"
+        lines.append(f"| {name}: {changed} | {budget} | {record['held_out'][-1]['mlm_accuracy']:.3f} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines)
 
